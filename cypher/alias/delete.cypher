@@ -1,0 +1,1 @@
+MATCH (a:Alias) WHERE a.id = $id DETACH DELETE a

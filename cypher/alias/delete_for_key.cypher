@@ -1,0 +1,1 @@
+MATCH (a:Alias) WHERE a.key_id = $key_id DETACH DELETE a

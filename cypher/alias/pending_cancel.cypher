@@ -1,0 +1,1 @@
+MATCH (p:PendingAlias) WHERE p.key_id = $key_id DELETE p

@@ -1,0 +1,1 @@
+MATCH (p:PendingAlias) WHERE p.id = $id RETURN p.count AS count

@@ -1,0 +1,1 @@
+MATCH (k:Key) WHERE k.key_type = 'concept' RETURN k.id AS id, k.namespace AS namespace, k.text AS text

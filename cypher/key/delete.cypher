@@ -1,0 +1,1 @@
+MATCH (k:Key) WHERE k.id = $id DETACH DELETE k

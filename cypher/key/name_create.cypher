@@ -1,0 +1,1 @@
+CREATE (:KeyName {id: $id, key_id: $key_id})

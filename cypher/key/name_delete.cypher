@@ -1,0 +1,1 @@
+MATCH (n:KeyName) WHERE n.id = $id DELETE n

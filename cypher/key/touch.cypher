@@ -1,0 +1,1 @@
+MATCH (k:Key) WHERE k.id = $id SET k.last_hit_at = $now

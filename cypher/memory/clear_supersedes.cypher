@@ -1,0 +1,1 @@
+MATCH (m:Memory) WHERE m.supersedes = $id SET m.supersedes = NULL

@@ -1,0 +1,2 @@
+MATCH (m:Memory) WHERE m.active AND (m.expires_at IS NULL OR m.expires_at > $now)
+RETURN m.namespace AS namespace, count(m) AS n ORDER BY namespace

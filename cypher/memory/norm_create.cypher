@@ -1,0 +1,1 @@
+CREATE (:MemoryNorm {id: $id, memory_id: $memory_id})

@@ -1,0 +1,1 @@
+MATCH (n:MemoryNorm) WHERE n.memory_id = $memory_id DELETE n

@@ -1,0 +1,1 @@
+MATCH (m:Meta) RETURN m.name AS name, m.value AS value ORDER BY name

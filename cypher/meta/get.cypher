@@ -1,0 +1,1 @@
+MATCH (m:Meta) WHERE m.name = $name RETURN m.value AS value

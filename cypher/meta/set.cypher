@@ -1,0 +1,1 @@
+MERGE (m:Meta {name: $name}) SET m.value = $value

@@ -1,0 +1,1 @@
+MATCH (m:KeymemMigration) RETURN m.name AS name

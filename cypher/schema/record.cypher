@@ -1,0 +1,1 @@
+CREATE (:KeymemMigration {name: $name, applied_at: $at})

@@ -1,0 +1,1 @@
+CALL CREATE_VECTOR_INDEX('KeyVec', 'keyvec_hnsw', 'vec', metric := 'cosine')

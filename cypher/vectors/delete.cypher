@@ -1,0 +1,1 @@
+MATCH (v:KeyVec) WHERE v.id = $id DELETE v

@@ -1,0 +1,1 @@
+CALL DROP_VECTOR_INDEX('KeyVec', 'keyvec_hnsw')

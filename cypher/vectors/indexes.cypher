@@ -1,0 +1,1 @@
+CALL SHOW_INDEXES() RETURN table_name, index_name

@@ -1,0 +1,1 @@
+CREATE (:KeyVec {id: $id, namespace: $namespace, vec: $vec})

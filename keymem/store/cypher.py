@@ -1,0 +1,96 @@
+"""Load Cypher statements from ``cypher/*.cypher`` by name and check their parameters.
+
+Every statement keymem runs lives in a ``.cypher`` file shipped in the wheel. Kuzu's
+``execute()`` silently drops an unbound ``$x`` (a ``WHERE id = $x DELETE`` then deletes
+every row), so each statement's ``$names`` are parsed once and every call must bind
+exactly those names: :func:`check_params` refuses a mismatch before Kuzu sees it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+
+class QueryParamError(AssertionError):
+    """A statement was called with missing or unexpected parameters (a programming error)."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    name: str
+    text: str
+    params: frozenset[str]
+
+
+_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_TEMPLATE = re.compile(r"\{\{([a-z_]+)\}\}")
+
+
+def _strip(text: str) -> str:
+    """Text with comments and string literals removed, so only real parameters remain."""
+    return _STRING.sub("''", _COMMENT.sub(" ", text))
+
+
+def param_names(text: str) -> frozenset[str]:
+    return frozenset(_PARAM.findall(_strip(text)))
+
+
+def cypher_root() -> Path:
+    """The shipped ``keymem/cypher`` in a wheel, else the repository's ``cypher/``."""
+    packaged = resources.files("keymem") / "cypher"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "cypher"
+
+
+@cache
+def load(name: str) -> Statement:
+    """One statement by name, e.g. ``"memory/create"`` for ``cypher/memory/create.cypher``."""
+    path = cypher_root() / f"{name}.cypher"
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise KeyError(f"no Cypher statement named {name!r} ({path})") from None
+    text = _COMMENT.sub(" ", raw).strip().rstrip(";").strip()
+    if ";" in _strip(text):
+        raise ValueError(f"{name}.cypher holds several statements; use load_script")
+    return Statement(name, text, param_names(text))
+
+
+def load_script(name: str, **template: int) -> list[str]:
+    """The statements of a multi-statement file (schema steps), in order.
+
+    ``{{name}}`` placeholders take integers only (a vector dimension in DDL, where Kuzu
+    accepts no parameters); anything else is refused.
+    """
+    raw = (cypher_root() / f"{name}.cypher").read_text(encoding="utf-8")
+
+    def fill(match: re.Match[str]) -> str:
+        value = template[match.group(1)]
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"template value {match.group(1)}={value!r} must be a positive integer")
+        return str(value)
+
+    text = _TEMPLATE.sub(fill, _COMMENT.sub(" ", raw))
+    parts = [p.strip() for p in text.split(";")]
+    return [p for p in parts if p]
+
+
+def check_params(stmt: Statement, params: dict[str, Any]) -> None:
+    given = set(params)
+    missing = stmt.params - given
+    extra = given - stmt.params
+    if missing or extra:
+        detail = []
+        if missing:
+            detail.append("missing " + ", ".join(f"${n}" for n in sorted(missing)))
+        if extra:
+            detail.append("unexpected " + ", ".join(f"${n}" for n in sorted(extra)))
+        raise QueryParamError(f"statement {stmt.name!r}: {'; '.join(detail)}")

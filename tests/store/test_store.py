@@ -1,0 +1,171 @@
+"""The storage layer on a real Kuzu database: parameter guard, transactions, migrations, vectors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keymem.errors import StoreError
+from keymem.store import cypher, migrations
+from keymem.store.cypher import QueryParamError
+from keymem.store.db import Store
+from keymem.store.vectors import SENTINEL, KeyVectors
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = Store(tmp_path / "db" / "k.kuzu", buffer_pool_mb=64)
+    migrations.migrate(s)
+    yield s
+    s.close()
+
+
+def test_param_names_ignore_strings_and_comments() -> None:
+    text = "MATCH (m:Memory) WHERE m.id = $id AND m.content = '$notaparam' // $nor_this\nRETURN m"
+    assert cypher.param_names(text) == frozenset({"id"})
+
+
+def test_every_shipped_statement_loads() -> None:
+    root = cypher.cypher_root()
+    names = [str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.cypher")]
+    assert len(names) > 40
+    for name in names:
+        if name.startswith(("schema/0", "vectors/create_table", "vectors/drop_table")):
+            assert cypher.load_script(name, dim=4)
+        else:
+            assert cypher.load(name).text
+
+
+def test_unbound_parameter_is_refused_before_kuzu(store: Store) -> None:
+    with store.write() as tx:
+        tx.run("meta/set", name="a", value="1")
+        tx.run("meta/set", name="b", value="2")
+    # Kuzu itself would run "WHERE m.name = $name" with $name unbound and match every row.
+    with pytest.raises(QueryParamError, match=r"missing \$name"):
+        store.query("meta/get")
+    with pytest.raises(QueryParamError, match=r"unexpected \$extra"):
+        store.query("meta/get", name="a", extra=1)
+    assert len(store.query("meta/all")) == 2
+
+
+def test_write_rolls_back_on_error(store: Store) -> None:
+    with pytest.raises(RuntimeError), store.write() as tx:
+        tx.run("meta/set", name="half", value="written")
+        raise RuntimeError("crash in the middle")
+    assert store.query("meta/get", name="half") == []
+    with store.write() as tx:  # the writer is usable again
+        tx.run("meta/set", name="whole", value="ok")
+    assert store.query("meta/get", name="whole") == [{"value": "ok"}]
+
+
+def test_kuzu_error_inside_transaction_rolls_back(store: Store) -> None:
+    with pytest.raises(RuntimeError), store.write() as tx:
+        tx.run("memory/norm_create", id="x", memory_id="m1")
+        tx.run("memory/norm_create", id="x", memory_id="m2")  # duplicate primary key
+    assert store.query("memory/norm_get", id="x") == []
+
+
+def test_after_commit_runs_only_on_commit(store: Store) -> None:
+    seen: list[str] = []
+    with store.write() as tx:
+        tx.after_commit(lambda: seen.append("committed"))
+    with pytest.raises(ValueError), store.write() as tx:
+        tx.after_commit(lambda: seen.append("rolled back"))
+        raise ValueError
+    assert seen == ["committed"]
+
+
+def test_migrations_recorded_and_idempotent(store: Store) -> None:
+    names = migrations.applied(store)
+    assert names == migrations.available()[1:] and names[0] == "001_init"
+    assert migrations.migrate(store) == []
+    assert migrations.applied(store) == names
+
+
+def test_second_process_cannot_open_a_held_store(store: Store, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from keymem.store.db import Store; from keymem.errors import StoreError\n"
+        f"try:\n    Store(__import__('pathlib').Path({str(store.path)!r}))\n"
+        "except StoreError as e:\n    print('REFUSED', e); sys.exit(3)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "held by another process" in proc.stdout or "cannot be opened" in proc.stdout
+
+
+def test_backup_is_a_consistent_copy(store: Store, tmp_path: Path) -> None:
+    with store.write() as tx:
+        tx.run("meta/set", name="k", value="v")
+    dest = store.backup("test")
+    assert dest.exists() and dest.stat().st_mode & 0o777 == 0o600
+    copy = Store(dest, buffer_pool_mb=64)
+    try:
+        assert copy.query("meta/get", name="k") == [{"value": "v"}]
+    finally:
+        copy.close()
+
+
+def _unit(rng: np.random.Generator, dim: int) -> np.ndarray:
+    v = rng.normal(size=dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+@pytest.mark.parametrize("index_min_keys", [10_000, 1], ids=["exact-numpy", "hnsw"])
+def test_vector_search_paths_agree(store: Store, index_min_keys: int) -> None:
+    rng = np.random.default_rng(7)
+    vecs = KeyVectors(store, 16, index_min_keys=index_min_keys)
+    vecs.create_table()
+    data = {f"k_{i:08x}": _unit(rng, 16) for i in range(60)}
+    with store.write() as tx:
+        for i, (kid, v) in enumerate(data.items()):
+            vecs.insert(tx, kid, "a" if i % 2 == 0 else "b", v)
+    vecs.load()
+    assert vecs.indexed is (index_min_keys == 1)
+    for kid, v in list(data.items())[:10]:
+        ns = "a" if list(data).index(kid) % 2 == 0 else "b"
+        hits = vecs.search(v, ns, 3)
+        assert hits[0][0] == kid and hits[0][1] == pytest.approx(1.0, abs=1e-4)
+        assert all(h[0] != SENTINEL for h in hits)
+        other = "b" if ns == "a" else "a"
+        assert kid not in [h[0] for h in vecs.search(v, other, 10)]  # namespaces never mix
+    # delete then reinsert (an indexed vector cannot be SET in Kuzu 0.11)
+    first = next(iter(data))
+    with store.write() as tx:
+        vecs.delete(tx, first, "a")
+    assert first not in [h[0] for h in vecs.search(data[first], "a", 5)]
+    with store.write() as tx:
+        vecs.insert(tx, first, "a", data[first])
+    assert vecs.search(data[first], "a", 1)[0][0] == first
+
+
+def test_indexed_table_never_empties(store: Store) -> None:
+    rng = np.random.default_rng(1)
+    vecs = KeyVectors(store, 8, index_min_keys=1)
+    vecs.create_table()
+    v = _unit(rng, 8)
+    with store.write() as tx:
+        vecs.insert(tx, "k_00000001", "a", v)
+    vecs.load()
+    with store.write() as tx:
+        vecs.delete(tx, "k_00000001", "a")
+    assert vecs.search(v, "a", 5) == []
+    assert store.raw("MATCH (v:KeyVec) RETURN count(v) AS n")[0]["n"] == 1  # the sentinel stays
+    with store.write() as tx:
+        vecs.insert(tx, "k_00000002", "a", v)
+    assert vecs.search(v, "a", 1)[0][0] == "k_00000002"
+
+
+def test_read_only_store_refuses_writes(store: Store, tmp_path: Path) -> None:
+    path = store.path
+    store.close()
+    ro = Store(path, buffer_pool_mb=64, read_only=True)
+    try:
+        with pytest.raises(StoreError, match="read-only"), ro.write():
+            pass
+    finally:
+        ro.close()
