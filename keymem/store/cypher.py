@@ -25,6 +25,9 @@ class Statement:
     name: str
     text: str
     params: frozenset[str]
+    # False for statements Kuzu cannot bind ahead of their values (a parameter inside a
+    # recursive-pattern predicate); the file says so with a "// keymem: no-prepare" line.
+    prepare: bool = True
 
 
 _STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
@@ -61,7 +64,7 @@ def load(name: str) -> Statement:
     text = _COMMENT.sub(" ", raw).strip().rstrip(";").strip()
     if ";" in _strip(text):
         raise ValueError(f"{name}.cypher holds several statements; use load_script")
-    return Statement(name, text, param_names(text))
+    return Statement(name, text, param_names(text), prepare="keymem: no-prepare" not in raw)
 
 
 def load_script(name: str, **template: int) -> list[str]:

@@ -66,6 +66,8 @@ class Connection:
         cypher.check_params(stmt, params)
         if not stmt.params:  # nothing to bind; also how Kuzu runs CALLs it cannot prepare
             return _rows(self.conn.execute(stmt.text))
+        if not stmt.prepare:
+            return _rows(self.conn.execute(stmt.text, params))
         prepared = self._prepared.get(name)
         if prepared is None:
             with warnings.catch_warnings():

@@ -1,0 +1,108 @@
+"""Autokey self-healing: learn a query as an alias of the key it keeps routing to.
+
+``recall`` (read-only) remembers which keys a query routed to. When the agent then reads
+a memory through one of those keys (``read_memory(via_key_id)``), the (key, query) pair
+counts once; after ``KEYMEM_AUTOKEY_PROMOTE_N`` counts, and if the query's cosine to
+the key is at least ``KEYMEM_AUTOKEY_CONFIRM_FLOOR``, the query becomes a learned alias
+(at most ``KEYMEM_AUTOKEY_MAX_ALIASES`` per key). ``dismiss`` cancels pending counts;
+learned aliases never hit are pruned by the sweep. This confirms routing only, never a
+memory's content or freshness.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from keymem.memory.keys import name_id, new_id
+from keymem.memory.tokenize import normalize_text
+from keymem.store.db import Tx
+
+if TYPE_CHECKING:
+    from keymem.memory.graph import MemoryGraph
+
+ROUTE_TTL = 3600.0
+MAX_ROUTES = 10_000
+MAX_QUERY_CHARS = 80
+
+
+class Autokey:
+    def __init__(self, graph: MemoryGraph) -> None:
+        self.graph = graph
+        self._routes: OrderedDict[str, dict[str, tuple[str, np.ndarray, float]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return self.graph.settings.autokey
+
+    def note_route(self, query: str, qvec: np.ndarray, key_ids: list[str]) -> None:
+        """Remember (in memory only) that ``query`` routed to these keys."""
+        if not self.enabled or len(query) > MAX_QUERY_CHARS:
+            return
+        norm = normalize_text(query)
+        now = time.monotonic()
+        with self._lock:
+            for kid in key_ids:
+                per_key = self._routes.setdefault(kid, {})
+                per_key[norm] = (query, qvec, now)
+                self._routes.move_to_end(kid)
+            while len(self._routes) > MAX_ROUTES:
+                self._routes.popitem(last=False)
+
+    def forget_routes(self, key_id: str) -> None:
+        with self._lock:
+            self._routes.pop(key_id, None)
+
+    def on_read(self, tx: Tx, key_id: str, memory: dict[str, Any], now: float) -> None:
+        """A memory was read through ``key_id``: count the recent queries that routed there."""
+        if not self.enabled:
+            return
+        with self._lock:
+            per_key = dict(self._routes.get(key_id, {}))
+        fresh = {n: v for n, v in per_key.items() if time.monotonic() - v[2] <= ROUTE_TTL}
+        if not fresh:
+            return
+        key = tx.run("key/get", id=key_id)
+        if not key:
+            return
+        k = key[0]["k"]
+        s = self.graph.settings
+        for norm, (query, qvec, _) in fresh.items():
+            nid = name_id(k["namespace"], norm)
+            existing = tx.run("key/by_name", id=nid)
+            if existing:
+                if existing[0]["k"]["id"] == key_id:
+                    tx.run("alias/hit", key_id=key_id, norm=norm, now=now)
+                continue
+            pid = f"{key_id}\x1f{norm}"
+            count = tx.run("alias/pending_bump", id=pid, key_id=key_id, query=query, now=now)[0]["count"]
+            if count < s.autokey_promote_n:
+                continue
+            if tx.run("alias/learned_count", key_id=key_id)[0]["n"] >= s.autokey_max_aliases:
+                continue
+            kvec = self.graph.vectors.get([key_id]).get(key_id)
+            cos = float(kvec @ qvec) if kvec is not None else 0.0
+            if cos < s.autokey_confirm_floor:
+                continue
+            alias_id = new_id("a")
+            tx.run("alias/create", id=alias_id, key_id=key_id, namespace=k["namespace"], text=query, norm=norm,
+                   learned=True, now=now)
+            tx.run("alias/link", alias_id=alias_id, key_id=key_id)
+            tx.run("key/name_create", id=nid, key_id=key_id)
+            tx.run("alias/pending_delete", id=pid)
+
+    def prune(self) -> int:
+        """Delete learned aliases that never hit within KEYMEM_AUTOKEY_PRUNE_AGE."""
+        before = self.graph.now() - self.graph.settings.autokey_prune_age
+        rows = self.graph.store.query("alias/prunable", before=before)
+        if rows:
+            with self.graph.store.write() as tx:
+                for r in rows:
+                    tx.run("key/name_delete", id=name_id(r["namespace"], r["norm"]))
+                    tx.run("alias/delete", id=r["id"])
+        return len(rows)

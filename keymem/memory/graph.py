@@ -1,0 +1,256 @@
+"""MemoryGraph: the one object the interfaces call (MCP server, daemon, CLI, benchmarks).
+
+It opens the store (migrations, embedding fingerprint check, caches), holds the models,
+and exposes one method per tool. Domain code never imports the interface layer.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from keymem.errors import StoreError
+from keymem.memory import associative, navigate, recall, write
+from keymem.memory.autokey import Autokey
+from keymem.memory.lexical import LexicalIndex
+from keymem.memory.views import (
+    BatchResult,
+    BrowseResult,
+    CorrectResult,
+    DirectResult,
+    DismissResult,
+    ForgetResult,
+    InjectResult,
+    MemoryView,
+    ReadKeyResult,
+    RecallResult,
+    RememberResult,
+)
+from keymem.settings import Settings
+from keymem.store import migrations
+from keymem.store.db import Store
+from keymem.store.vectors import KeyVectors
+
+if TYPE_CHECKING:
+    from keymem.models.base import EmbeddingBackend, Reranker
+    from keymem.models.profiles import ThresholdProfile
+
+log = logging.getLogger("keymem.memory")
+
+REEMBED_BATCH = 64
+
+
+class MemoryGraph:
+    """The key/memory graph of one data dir."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: EmbeddingBackend,
+        *,
+        reranker: Reranker | None | Callable[[], Reranker | None] = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        from keymem.models.profiles import thresholds_for
+
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.now = clock
+        self._reranker_source = reranker
+        self._reranker: Reranker | None = None
+        self._reranker_loaded = not callable(reranker) or _is_reranker(reranker)
+        if self._reranker_loaded:
+            self._reranker = reranker  # type: ignore[assignment]
+        self._reranker_lock = threading.Lock()
+        overrides = {
+            "key_recall": settings.key_recall, "key_merge": settings.key_merge,
+            "key_autolink": settings.key_autolink, "short_key_merge": settings.short_key_merge,
+        }
+        self.thresholds: ThresholdProfile
+        self.thresholds, calibrated = thresholds_for(embedder.profile, overrides)
+        if not calibrated:
+            log.warning("no calibrated key thresholds for %s; using the BGE profile", embedder.fingerprint)
+        self.vectors = KeyVectors(store, embedder.dimension, index_min_keys=settings.vector_index_min_keys)
+        self.lexical = LexicalIndex()
+        self.autokey = Autokey(self)
+
+    # -- opening -------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        embedder: EmbeddingBackend | None = None,
+        reranker: Reranker | None | Callable[[], Reranker | None] | str = "auto",
+        clock: Callable[[], float] = time.time,
+        progress: bool = True,
+    ) -> MemoryGraph:
+        """Open (or create) the store under ``settings.data_dir`` and make it ready to serve."""
+        settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if embedder is None:
+            from keymem.models.factory import build_embedder
+
+            embedder = build_embedder(settings, progress=progress)
+        if reranker == "auto":
+            from keymem.models.factory import build_reranker
+
+            def load() -> Reranker | None:
+                return build_reranker(settings, progress=progress)
+
+            reranker = load if settings.rerank else None
+        store = Store(settings.db_path, buffer_pool_mb=settings.buffer_pool_mb)
+        try:
+            migrations.migrate(store)
+            graph = cls(settings, store, embedder, reranker=reranker, clock=clock)  # type: ignore[arg-type]
+            graph._check_fingerprint(progress)
+            graph.vectors.load()
+            graph._load_lexical()
+            graph.sweep()
+        except BaseException:
+            store.close()
+            raise
+        return graph
+
+    def _check_fingerprint(self, progress: bool) -> None:
+        fp, dim = self.embedder.fingerprint, self.embedder.dimension
+        stored_fp = self.meta("embedding_fingerprint")
+        stored_dim = self.meta("embedding_dim")
+        if stored_fp is None:
+            self.vectors.create_table()
+            self.set_meta("embedding_fingerprint", fp)
+            self.set_meta("embedding_dim", str(dim))
+            return
+        changed = stored_fp != fp or stored_dim != str(dim)
+        if not changed and not self.settings.force_reembed:
+            return
+        if changed and not self.settings.auto_migrate:
+            raise StoreError(
+                f"the store's keys were embedded with {stored_fp} ({stored_dim}-d) but the configured model is "
+                f"{fp} ({dim}-d), and KEYMEM_AUTO_MIGRATE=false. Set the original model back, or allow the "
+                "one-time re-embedding with KEYMEM_AUTO_MIGRATE=true (a backup is made first)."
+            )
+        self.reembed(progress=progress, reason=f"{stored_fp} -> {fp}")
+
+    def reembed(self, *, progress: bool = True, reason: str = "forced") -> int:
+        """Back up, then re-embed every concept key; content, links, depth and history stay."""
+        self.store.backup("reembed")
+        log.info("re-embedding every key (%s)", reason)
+        self.vectors.drop_table()
+        self.vectors.create_table()
+        rows = self.store.query("key/concept_all")
+        done = 0
+        for start in range(0, len(rows), REEMBED_BATCH):
+            chunk = rows[start : start + REEMBED_BATCH]
+            vecs = self.embed([r["text"] for r in chunk])
+            with self.store.write() as tx:
+                for r, v in zip(chunk, vecs, strict=True):
+                    self.vectors.insert(tx, r["id"], r["namespace"], v)
+            done += len(chunk)
+            if progress and sys.stderr.isatty():
+                print(f"\rre-embedding keys {done}/{len(rows)}", end="", file=sys.stderr, flush=True)
+        if progress and sys.stderr.isatty() and rows:
+            print(file=sys.stderr)
+        self.set_meta("embedding_fingerprint", self.embedder.fingerprint)
+        self.set_meta("embedding_dim", str(self.embedder.dimension))
+        return done
+
+    def _load_lexical(self) -> None:
+        rows = self.store.query("memory/active_docs", now=self.now())
+        self.lexical.add_many((r["id"], " ".join([*r["keys"], r["content"]]), r["namespace"]) for r in rows)
+
+    # -- shared helpers ----------------------------------------------------------------
+    def meta(self, name: str) -> str | None:
+        rows = self.store.query("meta/get", name=name)
+        return rows[0]["value"] if rows else None
+
+    def set_meta(self, name: str, value: str) -> None:
+        with self.store.write() as tx:
+            tx.run("meta/set", name=name, value=value)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.embed(texts, kind="query")
+
+    def reranker(self) -> Reranker | None:
+        """The cross-encoder, loaded on first use; None (with one warning) if it cannot load."""
+        if not self._reranker_loaded:
+            with self._reranker_lock:
+                if not self._reranker_loaded:
+                    try:
+                        self._reranker = self._reranker_source()  # type: ignore[operator,misc]
+                    except Exception as exc:  # fall back to fused ranking, say so once
+                        log.warning("reranker unavailable, using fused ranking: %s", exc)
+                        self._reranker = None
+                    self._reranker_loaded = True
+        return self._reranker
+
+    def expired(self, m: dict[str, Any]) -> bool:
+        return m["expires_at"] is not None and m["expires_at"] <= self.now()
+
+    # -- tools -----------------------------------------------------------------------
+    def remember(self, source: dict[str, Any] | None = None, **args: Any) -> RememberResult:
+        return write.remember(self, args, source)
+
+    def remember_batch(self, items: Any, source: dict[str, Any] | None = None) -> BatchResult:
+        return write.remember_batch(self, items, source)
+
+    def correct(self, source: dict[str, Any] | None = None, **args: Any) -> CorrectResult:
+        return write.correct(self, args, source)
+
+    def forget(self, **args: Any) -> ForgetResult:
+        return write.forget(self, args)
+
+    def dismiss(self, **args: Any) -> DismissResult:
+        return write.dismiss(self, args)
+
+    def confirm_memory(self, **args: Any) -> MemoryView:
+        done = write.confirm(self, args)
+        return navigate.memory_view(self, write.get_memory(self, done["memory_id"]), self.now())
+
+    def read_key(self, **args: Any) -> ReadKeyResult:
+        return navigate.read_key(self, args)
+
+    def read_memory(self, **args: Any) -> MemoryView:
+        return navigate.read_memory(self, args)
+
+    def browse_keys(self, **args: Any) -> BrowseResult:
+        return navigate.browse_keys(self, args)
+
+    def recall(self, **args: Any) -> RecallResult:
+        return recall.recall(self, args)
+
+    def recall_direct(self, *, reinforce: bool = True, **args: Any) -> DirectResult:
+        """Hybrid associative recall (BM25 + key path + RRF + hops + cross-encoder)."""
+        return associative.recall_direct(self, args, reinforce=reinforce)
+
+    def recall_inject(self, **args: Any) -> InjectResult:
+        """The prompt hook's few memories above an absolute relevance floor."""
+        return associative.recall_inject(self, args)
+
+    # -- maintenance -------------------------------------------------------------------
+    def sweep(self) -> dict[str, int]:
+        """Delete expired memories and prune learned aliases that never hit."""
+        expired = write.delete_expired(self)
+        pruned = self.autokey.prune()
+        if expired or pruned:
+            log.info("sweep: %d expired memories deleted, %d learned aliases pruned", expired, pruned)
+        return {"expired": expired, "aliases_pruned": pruned}
+
+    def counts(self) -> dict[str, int]:
+        rows = self.store.query("admin/counts", now=self.now())
+        r = rows[0] if rows else {"keys": 0, "memories": 0, "links": 0}
+        return {"keys": int(r["keys"]), "memories": int(r["memories"]), "links": int(r["links"])}
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _is_reranker(obj: object) -> bool:
+    return hasattr(obj, "score") and hasattr(obj, "name")

@@ -1,0 +1,160 @@
+"""Keys: types, exact names, concept merging into aliases, hubs and specificity.
+
+``concept`` keys match by embedding similarity; ``name`` and ``proper_noun`` keys match
+only exactly (after Unicode normalisation and case-folding), so "동건" never matches
+"뉴턴". A new concept key close enough to an existing one (cosine >= the merge
+threshold; a stricter threshold or none for short keys) becomes an alias of it, which
+keeps 파이썬 and Python in one cluster.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from keymem.memory.tokenize import normalize_text
+from keymem.memory.views import KeyView
+from keymem.store.db import Tx
+
+if TYPE_CHECKING:
+    from keymem.memory.graph import MemoryGraph
+
+SHORT_KEY_CHARS = 3
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+
+
+def name_id(namespace: str, norm: str) -> str:
+    """Primary key of a KeyName row: unique per namespace and normalised text."""
+    return f"{namespace}\x1f{norm}"
+
+
+@dataclass
+class ResolvedKey:
+    key_id: str
+    text: str
+    key_type: str
+    created: bool
+
+
+class KeyResolver:
+    """Turns key strings into key ids inside one write transaction.
+
+    Keys created earlier in the same transaction (a batch) are reused; the vectors of
+    concept keys are computed before the transaction starts.
+    """
+
+    def __init__(self, graph: MemoryGraph, tx: Tx, vectors: dict[str, np.ndarray], now: float) -> None:
+        self.graph = graph
+        self.tx = tx
+        self.vectors = vectors  # normalised text -> unit vector, for concept keys not found by name
+        self.now = now
+        self._pending: dict[str, ResolvedKey] = {}
+        self._pending_vecs: dict[str, list[tuple[str, np.ndarray]]] = {}
+
+    def resolve(self, text: str, key_type: str, namespace: str) -> ResolvedKey:
+        norm = normalize_text(text)
+        nid = name_id(namespace, norm)
+        hit = self._pending.get(nid)
+        if hit is not None:
+            return hit
+        rows = self.tx.run("key/by_name", id=nid)
+        if rows:
+            k = rows[0]["k"]
+            found = ResolvedKey(k["id"], k["text"], k["key_type"], False)
+            self._pending[nid] = found
+            return found
+        if key_type == "concept":
+            vec = self.vectors.get(norm)
+            if vec is None:  # embedded before the transaction unless another writer removed its key
+                vec = self.graph.embed([text])[0]
+            merged = self._merge_target(vec, namespace, len(norm))
+            if merged is not None:
+                self.tx.run("key/name_create", id=nid, key_id=merged.key_id)
+                alias_id = new_id("a")
+                self.tx.run(
+                    "alias/create", id=alias_id, key_id=merged.key_id, namespace=namespace, text=text,
+                    norm=norm, learned=False, now=self.now,
+                )
+                self.tx.run("alias/link", alias_id=alias_id, key_id=merged.key_id)
+                self._pending[nid] = merged
+                return merged
+        key_id = new_id("k")
+        self.tx.run(
+            "key/create", id=key_id, namespace=namespace, text=text, norm=norm, key_type=key_type, now=self.now
+        )
+        self.tx.run("key/name_create", id=nid, key_id=key_id)
+        if key_type == "concept":
+            self.graph.vectors.insert(self.tx, key_id, namespace, vec)
+            self._pending_vecs.setdefault(namespace, []).append((key_id, vec))
+        created = ResolvedKey(key_id, text, key_type, True)
+        self._pending[nid] = created
+        return created
+
+    def _merge_target(self, vec: np.ndarray, namespace: str, length: int) -> ResolvedKey | None:
+        th = self.graph.thresholds
+        threshold = th.short_key_merge if length <= SHORT_KEY_CHARS else th.key_merge
+        if threshold is None or threshold > 1.0:
+            return None
+        best_id, best = None, -2.0
+        for key_id, score in self.graph.vectors.search(vec, namespace, 1):
+            best_id, best = key_id, score
+        for key_id, other in self._pending_vecs.get(namespace, []):
+            score = float(other @ vec)
+            if score > best:
+                best_id, best = key_id, score
+        if best_id is None or best < threshold:
+            return None
+        rows = self.tx.run("key/get", id=best_id)
+        if not rows or rows[0]["k"]["key_type"] != "concept":
+            return None
+        k = rows[0]["k"]
+        return ResolvedKey(k["id"], k["text"], "concept", False)
+
+
+def specificity(n_memories: int, df: int, key_type: str, hub: bool) -> float:
+    """BM25-style IDF of a key; name/proper-noun hubs get the x0.5 penalty."""
+    idf = math.log(1.0 + (n_memories - df + 0.5) / (df + 0.5))
+    if hub and key_type != "concept":
+        idf *= 0.5
+    return round(idf, 4)
+
+
+def key_views(
+    graph: MemoryGraph,
+    rows: list[dict[str, Any]],
+    namespace: str,
+    now: float,
+    scores: dict[str, tuple[float, str]] | None = None,
+    counts: dict[str, int] | None = None,
+) -> list[KeyView]:
+    """Key nodes -> the contract's key view (aliases, memory_count, is_hub, specificity)."""
+    ids = [r["id"] for r in rows]
+    if not ids:
+        return []
+    if counts is None:
+        counts = {r["id"]: r["n"] for r in graph.store.query("key/counts", ids=ids, now=now)}
+    aliases: dict[str, list[str]] = {}
+    for a in graph.store.query("key/aliases", ids=ids):
+        aliases.setdefault(a["key_id"], []).append(a["text"])
+    total = graph.store.query("key/namespace_size", namespace=namespace, now=now)[0]["n"]
+    hub_min = graph.settings.key_hub_min_links
+    out = []
+    for r in rows:
+        n = int(counts.get(r["id"], 0))
+        hub = n >= hub_min
+        score, kind = (scores or {}).get(r["id"], (None, None))
+        out.append(
+            KeyView(
+                key_id=r["id"], key=r["text"], key_type=r["key_type"], aliases=aliases.get(r["id"], []),
+                score=None if score is None else round(score, 4), score_kind=kind, memory_count=n,
+                is_hub=hub, specificity=specificity(total, n, r["key_type"], hub),
+            )
+        )
+    return out

@@ -1,0 +1,666 @@
+"""Incremental BM25 (Lucene variant) over memory texts, partitioned by namespace.
+
+Why this shape
+--------------
+bm25s builds a fast, immutable, precomputed sparse index but cannot add a document.  Memories
+arrive every turn, so each namespace keeps
+
+* a **main** part: a bm25s index (``method="lucene"``, k1=1.5, b=0.75) built from a snapshot,
+  holding per (term, doc) the precomputed ``idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))``;
+* a small exact **delta** of documents added since that snapshot, scored in Python from an
+  inverted dict with the same formula;
+* a boolean ``alive`` array over the main's rows: deletion, deactivation and replacement only
+  flip a bit (score filtering), no rebuild.
+
+Statistics are global for the namespace and kept exact under every write: document count
+``N`` and document frequency ``df`` of live documents in main + delta.  At query time each
+main posting list is multiplied by ``idf_now(t) / idf_at_build(t)``, so main and delta are
+scored with the *current* IDF, i.e. exactly like a from-scratch index, except for one documented
+approximation: while a main exists, ``avgdl`` stays the main's value at build time (for main and
+delta alike, so all documents are normalised the same way).  The error is bounded by the
+rebuild threshold (the delta plus masked rows never exceed ``max(rebuild_min, rebuild_ratio *
+main rows)``) and vanishes at each rebuild; a namespace below ``rebuild_min`` documents never has
+a main and is scored exactly.  ``stats(namespace)["avgdl"]`` reports the value in use.
+
+When ``len(delta) + masked`` passes the threshold, the namespace is rebuilt: under the lock a
+snapshot of its live documents (term ids, no text) is taken; the expensive bm25s ``index()``
+runs outside the lock (in a background thread unless ``background=False``); the swap happens
+under the lock and keeps a snapshot row alive only if that exact document object is still the
+live version of its id.  Anything added, replaced or removed during the build therefore stays
+in the new delta / gets masked: no write is lost and every write is visible to the next search.
+
+Namespaces: one index per namespace, not one index with a namespace mask
+-------------------------------------------------------------------------
+Building a mask from a per-doc namespace-code array is cheap (~40 us at 100k docs), so cost
+is not the reason.  Per-namespace shards are chosen because (1) BM25 statistics then belong to
+the namespace: with a shared index the scores (and the ``content_relevance`` derived from them)
+in namespace A would move whenever B writes, which is both a cross-tenant signal and
+irreproducible; (2) a search costs in proportion to its namespace's posting lists, not the
+whole store's (measured: a query in a 1k-doc namespace takes ~0.1 ms next to a 100k-doc one,
+versus ~2 ms when scoring a shared 101k index and masking); (3) rebuilds are per namespace, so a
+busy agent does not make every namespace's index be rebuilt.  Isolation is structural: a search
+only ever touches its own shard.
+
+Measured (2 cores, Python 3.11, numpy 2.4, bm25s 0.3.16; 100k English docs of ~20 words in one
+namespace; script in ``tests/memory/test_lexical.py``'s docstring):
+
+* ``add_many`` of 100k docs: tokenisation ~3.1 s + main build ~2.4 s;
+* ``add()`` ~0.05 ms amortised (tokenisation included; a background rebuild every 5k adds);
+* full rebuild at 100k: ~2.4 s (bm25s ``index()`` ~1.5 s of it), off the lock;
+* ``search`` p50 ~1.4 ms / p95 ~4 ms with a 5k-doc delta, ~0.9 ms right after a rebuild;
+* RSS ~ +180 MB for the 100k-doc index (texts are not kept, only term ids).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import threading
+import time
+from array import array
+from collections import Counter, deque
+from collections.abc import Container, Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+
+import bm25s
+import numpy as np
+
+from keymem.memory.tokenize import tokenize
+
+__all__ = ["K1", "B", "LexicalIndex", "capped", "relevance", "idf"]
+
+log = logging.getLogger(__name__)
+
+# bm25s sets its own logger to DEBUG at import, which makes every rebuild log "Building index"
+# through the application's handlers.  Quiet it unless the application configured it itself.
+_bm25s_log = logging.getLogger("bm25s")
+if _bm25s_log.level == logging.DEBUG:
+    _bm25s_log.setLevel(logging.WARNING)
+
+K1 = 1.5
+B = 0.75
+
+
+def _rank_key(hit: tuple[str, float]) -> tuple[float, str]:
+    """Best first; equal scores ordered by id so results are deterministic."""
+    return (-hit[1], hit[0])
+
+
+def idf(n_docs: int, df: int) -> float:
+    """Lucene BM25 IDF, always > 0 (the same expression bm25s uses for ``method="lucene"``)."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def capped(score: float) -> float:
+    """Map a raw BM25 score to [0, 1): ``s / (1 + s)``.
+
+    This is the ``content_relevance`` shown to agents.  It is monotone in the raw score and
+    saturates smoothly; it is not a probability and is not comparable across namespaces with very
+    different sizes.
+    """
+    if score <= 0.0 or math.isnan(score):
+        return 0.0
+    return score / (1.0 + score)
+
+
+# relevance() defaults: as if every query term occurred in 1 memory out of 10, in a collection
+# whose memories average 12 terms (a ~20-word memory after stopword removal).
+_REL_IDF = idf(10, 1)  # ~1.99
+_REL_AVGDL = 12.0
+
+
+def relevance(query: str, text: str, *, term_idf: float = _REL_IDF, avgdl: float = _REL_AVGDL) -> float:
+    """BM25-like score of one ad-hoc ``text`` for ``query``, without a collection.
+
+    With no collection there is no IDF, so each distinct query term that occurs in ``text``
+    contributes ``term_idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))`` with a constant
+    ``term_idf`` (default: the IDF of a term found in 1 of 10 memories, ~1.99) and a fixed
+    ``avgdl`` (default 12 terms).  The scale is thus close to an index score for a
+    moderately rare term, so ``capped(relevance(...))`` reads like ``capped`` of a search score:
+    one matched term in a 12-term text gives ~0.8 (capped ~0.44), three give ~2.4 (~0.7).
+    """
+    q = set(tokenize(query))
+    if not q:
+        return 0.0
+    terms = tokenize(text)
+    if not terms:
+        return 0.0
+    tf = Counter(terms)
+    norm = K1 * (1.0 - B + B * len(terms) / avgdl)
+    return sum(term_idf * tf[t] / (tf[t] + norm) for t in q if t in tf)
+
+
+@dataclass(slots=True, eq=False)
+class _Doc:
+    """An indexed document.  Immutable: re-adding an id creates a new object."""
+
+    ns: str
+    terms: array[int]  # global term ids, in text order, duplicates kept
+
+    @property
+    def length(self) -> int:
+        return len(self.terms)
+
+
+@dataclass(slots=True, eq=False)
+class _Main:
+    """An immutable bm25s index over a snapshot of one namespace."""
+
+    data: np.ndarray  # float32 precomputed scores, CSC by term column
+    indices: np.ndarray  # row of each entry
+    indptr: np.ndarray  # column start offsets
+    col_of: dict[int, int]  # global term id -> column
+    idf_built: np.ndarray  # float64 IDF per column at build time
+    avgdl: float
+    ids: list[str]  # row -> doc id
+    docs: list[_Doc]  # row -> the document object indexed in that row
+
+    @property
+    def rows(self) -> int:
+        return len(self.ids)
+
+
+@dataclass(slots=True, eq=False)
+class _Shard:
+    """Everything about one namespace.  Guarded by the index lock."""
+
+    main: _Main | None = None
+    alive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    row_of: dict[str, int] = field(default_factory=dict)  # live ids stored in main
+    masked: int = 0
+    delta: dict[str, _Doc] = field(default_factory=dict)
+    postings: dict[int, dict[str, int]] = field(default_factory=dict)  # delta: term -> {id: tf}
+    df: dict[int, int] = field(default_factory=dict)  # live docs (main + delta)
+    n: int = 0
+    total_len: int = 0
+    rebuilding: bool = False
+
+    def avgdl(self) -> float:
+        if self.main is not None and self.main.avgdl > 0:
+            return self.main.avgdl
+        if self.n and self.total_len:
+            return self.total_len / self.n
+        return 1.0
+
+    def pending(self) -> int:
+        return len(self.delta) + self.masked
+
+
+def _build_main(snapshot: list[tuple[str, _Doc]]) -> _Main:
+    """Build a bm25s index for ``snapshot``.  Runs without the lock: touches no shared state."""
+    ids = [doc_id for doc_id, _ in snapshot]
+    docs = [doc for _, doc in snapshot]
+    lengths = np.fromiter((d.length for d in docs), dtype=np.int64, count=len(docs))
+    total = int(lengths.sum())
+    flat = np.fromiter(chain.from_iterable(d.terms for d in docs), dtype=np.int64, count=total)
+    avgdl = float(lengths.mean()) if len(docs) else 0.0
+    if total == 0:
+        return _Main(
+            data=np.zeros(0, np.float32),
+            indices=np.zeros(0, np.int32),
+            indptr=np.zeros(1, np.int64),
+            col_of={},
+            idf_built=np.zeros(0),
+            avgdl=avgdl,
+            ids=ids,
+            docs=docs,
+        )
+    uniq, inverse = np.unique(flat, return_inverse=True)
+    col_of = {t: i for i, t in enumerate(uniq.tolist())}
+    bounds = np.cumsum(lengths)[:-1]
+    corpus = [part.tolist() for part in np.split(inverse.astype(np.int32), bounds)]
+    model = bm25s.BM25(k1=K1, b=B, method="lucene")
+    # Tuple form: (token ids per doc, vocab) skips bm25s's own string vocabulary pass.
+    model.index((corpus, dict(col_of)), create_empty_token=False, show_progress=False)
+    scores = model.scores
+    indptr = np.asarray(scores["indptr"])
+    df = np.diff(indptr).astype(np.float64)  # one entry per (doc, term): nnz per column == df
+    n = float(len(docs))
+    idf_built = np.log1p((n - df + 0.5) / (df + 0.5))
+    return _Main(
+        data=np.asarray(scores["data"]),
+        indices=np.asarray(scores["indices"]),
+        indptr=indptr,
+        col_of=col_of,
+        idf_built=idf_built,
+        avgdl=avgdl,
+        ids=ids,
+        docs=docs,
+    )
+
+
+class LexicalIndex:
+    """Namespaced BM25 index with instant writes; see the module docstring for the design.
+
+    Thread safety: one lock guards all structures; tokenisation and the bm25s build run
+    outside it.  ``add``/``remove``/``search`` may be called from any thread, concurrently with
+    a background rebuild.
+    """
+
+    def __init__(self, *, rebuild_min: int = 2000, rebuild_ratio: float = 0.05, background: bool = True):
+        self._rebuild_min = max(1, int(rebuild_min))
+        self._rebuild_ratio = float(rebuild_ratio)
+        self._background = background
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._vocab: dict[str, int] = {}
+        self._docs: dict[str, _Doc] = {}
+        self._shards: dict[str, _Shard] = {}
+        self._queue: deque[str] = deque()
+        self._queued: set[str] = set()
+        self._worker: threading.Thread | None = None
+        self._active = 0  # rebuilds in progress
+        self._rebuilds = 0
+        self._rebuild_failures = 0
+        self._last_rebuild_s = 0.0
+
+    # ------------------------------------------------------------------ writes
+
+    def _term_ids(self, tokens: list[str]) -> array[int]:
+        vocab = self._vocab
+        out = array("i")
+        for t in tokens:
+            tid = vocab.get(t)
+            if tid is None:
+                tid = vocab[t] = len(vocab)
+            out.append(tid)
+        return out
+
+    def add(self, doc_id: str, text: str, namespace: str) -> None:
+        """Index ``text`` under ``doc_id`` (replacing any previous version); visible at once."""
+        tokens = tokenize(text)
+        with self._lock:
+            self._add_locked(doc_id, self._term_ids(tokens), namespace)
+            run_now = self._maybe_schedule(namespace)
+        if run_now:
+            self._drain()
+
+    def add_many(self, docs: Iterable[tuple[str, str, str]]) -> None:
+        """Bulk add ``(id, text, namespace)``; for loading a store at open.
+
+        A namespace that received more documents than its main holds is rebuilt synchronously
+        before returning (so a freshly opened store searches at full speed); others follow the
+        normal policy.
+        """
+        prepared = [(doc_id, tokenize(text), ns) for doc_id, text, ns in docs]
+        touched: set[str] = set()
+        with self._lock:
+            for doc_id, tokens, ns in prepared:
+                self._add_locked(doc_id, self._term_ids(tokens), ns)
+                touched.add(ns)
+            sync: list[str] = []
+            for ns in touched:
+                shard = self._shards.get(ns)
+                if shard is None:
+                    continue
+                main_rows = shard.main.rows if shard.main else 0
+                if shard.pending() > self._threshold(shard) and shard.pending() >= main_rows:
+                    sync.append(ns)
+                else:
+                    self._maybe_schedule(ns)
+        for ns in sync:
+            self._rebuild(ns)
+        if not self._background:
+            self._drain()
+
+    def remove(self, doc_id: str) -> None:
+        """Drop ``doc_id`` from search (forget, TTL, deactivation).  Unknown ids are ignored."""
+        with self._lock:
+            doc = self._docs.get(doc_id)
+            if doc is None:
+                return
+            self._remove_locked(doc_id, doc)
+            run_now = self._maybe_schedule(doc.ns)
+        if run_now:
+            self._drain()
+
+    def _add_locked(self, doc_id: str, terms: array[int], ns: str) -> None:
+        old = self._docs.get(doc_id)
+        if old is not None:
+            self._remove_locked(doc_id, old)
+        doc = _Doc(ns, terms)
+        shard = self._shards.get(ns)
+        if shard is None:
+            shard = self._shards[ns] = _Shard()
+        self._docs[doc_id] = doc
+        shard.delta[doc_id] = doc
+        for tid, c in Counter(terms).items():
+            p = shard.postings.get(tid)
+            if p is None:
+                p = shard.postings[tid] = {}
+            p[doc_id] = c
+            shard.df[tid] = shard.df.get(tid, 0) + 1
+        shard.n += 1
+        shard.total_len += len(terms)
+
+    def _remove_locked(self, doc_id: str, doc: _Doc) -> None:
+        del self._docs[doc_id]
+        shard = self._shards[doc.ns]
+        unique = set(doc.terms)
+        if shard.delta.pop(doc_id, None) is not None:
+            for tid in unique:
+                p = shard.postings[tid]
+                del p[doc_id]
+                if not p:
+                    del shard.postings[tid]
+        else:
+            row = shard.row_of.pop(doc_id)
+            shard.alive[row] = False
+            shard.masked += 1
+        for tid in unique:
+            c = shard.df[tid] - 1
+            if c:
+                shard.df[tid] = c
+            else:
+                del shard.df[tid]
+        shard.n -= 1
+        shard.total_len -= len(doc.terms)
+
+    # ------------------------------------------------------------------ rebuilds
+
+    def _threshold(self, shard: _Shard) -> int:
+        rows = shard.main.rows if shard.main else 0
+        return max(self._rebuild_min, int(self._rebuild_ratio * rows))
+
+    def _maybe_schedule(self, ns: str) -> bool:
+        """Queue ``ns`` if over threshold (lock held).  True if the caller must run it now."""
+        shard = self._shards.get(ns)
+        if shard is None or shard.rebuilding or ns in self._queued:
+            return False
+        if shard.pending() <= self._threshold(shard):
+            return False
+        self._queue.append(ns)
+        self._queued.add(ns)
+        if not self._background:
+            return True
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._drain, name="keymem-bm25-rebuild", daemon=True)
+            self._worker.start()
+        return False
+
+    def _drain(self) -> None:
+        """Run queued rebuilds until the queue is empty (worker thread or synchronous caller)."""
+        while True:
+            with self._lock:
+                if not self._queue:
+                    if self._worker is threading.current_thread():
+                        self._worker = None
+                    self._cond.notify_all()
+                    return
+                ns = self._queue.popleft()
+                self._queued.discard(ns)
+            self._rebuild(ns)
+
+    def _rebuild(self, ns: str) -> None:
+        with self._lock:
+            shard = self._shards.get(ns)
+            if shard is None or shard.rebuilding:
+                return
+            shard.rebuilding = True
+            self._active += 1
+            snapshot: list[tuple[str, _Doc]] = []
+            if shard.main is not None:
+                main = shard.main
+                snapshot.extend((main.ids[r], main.docs[r]) for r in shard.row_of.values())
+            snapshot.extend(shard.delta.items())
+        started = time.perf_counter()
+        main_new: _Main | None = None
+        try:
+            if snapshot:
+                main_new = _build_main(snapshot)
+        except Exception:  # pragma: no cover - bm25s failure must not lose documents
+            log.exception("lexical index rebuild failed for namespace %r; keeping the delta", ns)
+            with self._lock:
+                shard.rebuilding = False
+                self._active -= 1
+                self._rebuild_failures += 1
+                self._cond.notify_all()
+            return
+        with self._lock:
+            try:
+                self._swap_locked(shard, main_new)
+                self._rebuilds += 1
+                self._last_rebuild_s = time.perf_counter() - started
+            finally:
+                shard.rebuilding = False
+                self._active -= 1
+                if shard.n == 0 and not shard.delta and shard.main is None and self._shards.get(ns) is shard:
+                    del self._shards[ns]
+                again = self._maybe_schedule(ns) if ns in self._shards else False
+                self._cond.notify_all()
+        if again:
+            self._drain()
+
+    def _swap_locked(self, shard: _Shard, main: _Main | None) -> None:
+        """Install ``main``; rows whose document changed during the build are masked."""
+        docs = self._docs
+        if main is None:
+            alive = np.zeros(0, dtype=bool)
+            row_of: dict[str, int] = {}
+        else:
+            alive = np.zeros(main.rows, dtype=bool)
+            row_of = {}
+            for row, (doc_id, doc) in enumerate(zip(main.ids, main.docs, strict=True)):
+                if docs.get(doc_id) is doc:
+                    alive[row] = True
+                    row_of[doc_id] = row
+        # Delta documents now in the main leave the delta; later additions stay.
+        for doc_id in [d for d in shard.delta if d in row_of]:
+            doc = shard.delta.pop(doc_id)
+            for tid in set(doc.terms):
+                p = shard.postings[tid]
+                del p[doc_id]
+                if not p:
+                    del shard.postings[tid]
+        shard.main = main if main is not None and row_of else None
+        if shard.main is None:
+            alive = np.zeros(0, dtype=bool)
+            row_of = {}
+        shard.alive = alive
+        shard.row_of = row_of
+        shard.masked = (shard.main.rows - len(row_of)) if shard.main is not None else 0
+
+    def flush(self) -> None:
+        """Rebuild every namespace with a delta or masked rows, now; for tests and benchmarks."""
+        self.wait_rebuild()
+        for _ in range(3):
+            with self._lock:
+                todo = [ns for ns, s in self._shards.items() if s.pending()]
+            if not todo:
+                return
+            for ns in todo:
+                self._rebuild(ns)
+            self.wait_rebuild()
+
+    def wait_rebuild(self, timeout: float | None = None) -> bool:
+        """Block until no rebuild is queued or running.  False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._queue or self._active or self._worker is not None:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    # ------------------------------------------------------------------ reads
+
+    def search(
+        self, query: str, k: int, namespace: str, exclude: Container[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` ``(doc_id, raw BM25)`` in ``namespace``, best first, scores > 0 only.
+
+        Ties are broken by id so results are deterministic.  ``exclude`` ids are skipped
+        (they do not use up ``k``).
+        """
+        if k <= 0:
+            return []
+        tokens = set(tokenize(query))
+        if not tokens:
+            return []
+        with self._lock:
+            shard = self._shards.get(namespace)
+            if shard is None or shard.n == 0:
+                return []
+            vocab = self._vocab
+            n = shard.n
+            weights: dict[int, float] = {}
+            for t in tokens:
+                tid = vocab.get(t)
+                if tid is not None:
+                    df = shard.df.get(tid, 0)
+                    if df:
+                        weights[tid] = idf(n, df)
+            if not weights:
+                return []
+            main_hits = self._search_main(shard, weights, k, exclude)
+            delta_hits = self._search_delta(shard, weights, k, exclude)
+        hits = main_hits + delta_hits
+        hits.sort(key=_rank_key)
+        return hits[:k]
+
+    @staticmethod
+    def _search_main(
+        shard: _Shard, weights: dict[int, float], k: int, exclude: Container[str] | None
+    ) -> list[tuple[str, float]]:
+        main = shard.main
+        if main is None:
+            return []
+        scores: np.ndarray | None = None
+        data, indices, indptr = main.data, main.indices, main.indptr
+        for tid, w in weights.items():
+            col = main.col_of.get(tid)
+            if col is None:
+                continue
+            s, e = int(indptr[col]), int(indptr[col + 1])
+            if s == e:
+                continue
+            if scores is None:
+                scores = np.zeros(main.rows, dtype=np.float64)
+            # rows are unique within a column, so fancy-index += is exact (no np.add.at needed)
+            scores[indices[s:e]] += data[s:e] * (w / main.idf_built[col])
+        if scores is None:
+            return []
+        cand = np.flatnonzero(scores)
+        cand = cand[shard.alive[cand]]
+        if cand.size == 0:
+            return []
+        cand_scores = scores[cand]
+        ids = main.ids
+        out: list[tuple[str, float]] = []
+        m = min(cand.size, 2 * k + 16)
+        while True:
+            part = np.argpartition(-cand_scores, m - 1)[:m] if m < cand.size else np.arange(cand.size)
+            order = part[np.lexsort((cand[part], -cand_scores[part]))]
+            out = []
+            for i in order.tolist():
+                doc_id = ids[int(cand[i])]
+                if exclude is not None and doc_id in exclude:
+                    continue
+                out.append((doc_id, float(cand_scores[i])))
+                if len(out) >= k:
+                    break
+            if len(out) >= k or m >= cand.size:
+                return out
+            m = min(cand.size, m * 4)
+
+    @staticmethod
+    def _search_delta(
+        shard: _Shard, weights: dict[int, float], k: int, exclude: Container[str] | None
+    ) -> list[tuple[str, float]]:
+        if not shard.delta:
+            return []
+        norm_a = K1 * (1.0 - B)
+        norm_b = K1 * B / shard.avgdl()
+        delta = shard.delta
+        acc: dict[str, float] = {}
+        for tid, w in weights.items():
+            p = shard.postings.get(tid)
+            if not p:
+                continue
+            for doc_id, tf in p.items():
+                s = w * tf / (tf + norm_a + norm_b * delta[doc_id].length)
+                acc[doc_id] = acc.get(doc_id, 0.0) + s
+        items: Iterable[tuple[str, float]] = acc.items()
+        if exclude is not None:
+            items = [(d, s) for d, s in items if d not in exclude]
+        return heapq.nsmallest(k, items, key=_rank_key)
+
+    def score_docs(self, query: str, doc_ids: Sequence[str]) -> dict[str, float]:
+        """Raw BM25 of each known id for ``query`` (0.0 if no term matches).
+
+        Each document is scored with its own namespace's statistics.  Unknown (or removed) ids
+        are left out of the result.
+        """
+        tokens = set(tokenize(query))
+        out: dict[str, float] = {}
+        with self._lock:
+            vocab = self._vocab
+            tids = [tid for tid in (vocab.get(t) for t in tokens) if tid is not None]
+            for doc_id in doc_ids:
+                doc = self._docs.get(doc_id)
+                if doc is None:
+                    continue
+                shard = self._shards[doc.ns]
+                score = 0.0
+                if tids:
+                    tf = Counter(doc.terms)
+                    norm = K1 * (1.0 - B + B * doc.length / shard.avgdl())
+                    for tid in tids:
+                        c = tf.get(tid)
+                        if c:
+                            score += idf(shard.n, shard.df[tid]) * c / (c + norm)
+                out[doc_id] = score
+        return out
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._docs)
+
+    def __contains__(self, doc_id: object) -> bool:
+        with self._lock:
+            return doc_id in self._docs
+
+    def namespaces(self) -> list[str]:
+        """Namespaces that currently hold at least one document."""
+        with self._lock:
+            return sorted(ns for ns, s in self._shards.items() if s.n)
+
+    def stats(self, namespace: str | None = None) -> dict[str, float | int | bool]:
+        """Sizes and rebuild figures, for the whole index or one namespace.
+
+        Whole index: ``docs``, ``namespaces``, ``main`` (live rows in mains), ``main_rows``,
+        ``delta``, ``masked``, ``vocab``, ``rebuilds``, ``rebuild_failures``, ``rebuilding``,
+        ``last_rebuild_seconds``.  One namespace: ``docs``, ``main``, ``main_rows``, ``delta``,
+        ``masked``, ``avgdl`` (the value scoring uses) and ``live_avgdl``.
+        """
+        with self._lock:
+            if namespace is not None:
+                s = self._shards.get(namespace) or _Shard()
+                rows = s.main.rows if s.main else 0
+                return {
+                    "docs": s.n,
+                    "main": len(s.row_of),
+                    "main_rows": rows,
+                    "delta": len(s.delta),
+                    "masked": s.masked,
+                    "avgdl": s.avgdl(),
+                    "live_avgdl": (s.total_len / s.n) if s.n else 0.0,
+                    "rebuilding": s.rebuilding,
+                }
+            shards = self._shards.values()
+            return {
+                "docs": len(self._docs),
+                "namespaces": sum(1 for s in shards if s.n),
+                "main": sum(len(s.row_of) for s in shards),
+                "main_rows": sum(s.main.rows for s in shards if s.main),
+                "delta": sum(len(s.delta) for s in shards),
+                "masked": sum(s.masked for s in shards),
+                "vocab": len(self._vocab),
+                "rebuilds": self._rebuilds,
+                "rebuild_failures": self._rebuild_failures,
+                "rebuilding": self._active > 0 or bool(self._queue),
+                "last_rebuild_seconds": self._last_rebuild_s,
+            }

@@ -1,0 +1,139 @@
+"""Deliberate navigation: read_key, read_memory, browse_keys.
+
+``read_key`` and ``browse_keys`` change nothing. ``read_memory`` records the access and,
+when the agent says which key it came through, strengthens only that edge (Hebbian:
+the path actually taken). It never touches depth, confirmation or freshness.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from keymem.errors import NotFound
+from keymem.memory import validate
+from keymem.memory.keys import key_views
+from keymem.memory.lexical import capped
+from keymem.memory.validity import depth_stage, iso, rank_factor, validity
+from keymem.memory.views import BrowseResult, KeyLinkRef, KeyMemory, MemoryView, ReadKeyResult
+from keymem.memory.write import LINK_MAX, LINK_MIN, get_memory
+
+if TYPE_CHECKING:
+    from keymem.memory.graph import MemoryGraph
+
+PREVIEW_CHARS = 160
+HEBBIAN_STEP = 0.1
+
+
+def preview(content: str, limit: int = PREVIEW_CHARS) -> str:
+    flat = " ".join(content.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def get_key(graph: MemoryGraph, key_id: Any, namespace: Any = None) -> dict[str, Any]:
+    kid = validate.ident(key_id, "key_id", "k")
+    rows = graph.store.query("key/get", id=kid)
+    k = rows[0]["k"] if rows else None
+    ns = None if namespace is None else validate.namespace(namespace)
+    if k is None or (ns is not None and k["namespace"] != ns):
+        where = f" in namespace {ns!r}" if ns else ""
+        raise NotFound(f"key {kid} does not exist{where}")
+    return k
+
+
+def rank_in_key(graph: MemoryGraph, key_id: str, query: str | None, now: float) -> list[tuple[dict[str, Any], float, float, str]]:
+    """Every visible memory of a key with (row, score, link weight, score kind), best first.
+
+    Link weight, depth and freshness always count; with a query, lexical relevance
+    (or the cross-encoder when one is loaded and ``use_reranker``) leads.
+    """
+    rows = graph.store.query("key/memories", key_id=key_id, now=now)
+    if not rows:
+        return []
+    lex: dict[str, float] = {}
+    if query:
+        lex = graph.lexical.score_docs(query, [r["m"]["id"] for r in rows])
+    ranked = []
+    for r in rows:
+        m, w = r["m"], r["weight"]
+        base = (w / LINK_MAX) * rank_factor(m, graph.settings, now)
+        if query:
+            rel = capped(lex.get(m["id"], 0.0))
+            score, kind = (0.25 + rel) * base, "content_relevance"
+        else:
+            score, kind = base, "link_weight"
+        ranked.append((m, score, w, kind))
+    ranked.sort(key=lambda t: (-t[1], -t[0]["created_at"]))
+    return ranked
+
+
+def read_key(graph: MemoryGraph, args: dict[str, Any]) -> ReadKeyResult:
+    k = get_key(graph, args.get("key_id"), args.get("namespace"))
+    query = args.get("query")
+    if query is not None:
+        query = validate.text(query, "query", max_chars=4000)
+    limit = validate.count(args.get("limit"), "limit", default=10, lo=1, hi=100)
+    offset = validate.count(args.get("offset"), "offset", default=0, lo=0, hi=1_000_000)
+    now = graph.now()
+    ranked = rank_in_key(graph, k["id"], query, now)
+    page = ranked[offset : offset + limit]
+    counts = {k["id"]: len(ranked)}
+    view = key_views(graph, [k], k["namespace"], now, counts=counts)[0]
+    memories = [
+        KeyMemory(
+            memory_id=m["id"], preview=preview(m["content"]), within_key_rank=offset + i + 1,
+            score=round(score, 4), score_kind=kind, link_weight=round(w, 4),
+            validity=validity(m, graph.settings, now),
+        )
+        for i, (m, score, w, kind) in enumerate(page)
+    ]
+    return ReadKeyResult(key=view, memories=memories, total=len(ranked), offset=offset, limit=limit)
+
+
+def memory_view(graph: MemoryGraph, m: dict[str, Any], now: float) -> MemoryView:
+    keys = graph.store.query("memory/keys", id=m["id"])
+    related = [r["id"] for r in graph.store.query("memory/related", id=m["id"])]
+    return MemoryView(
+        memory_id=m["id"], content=m["content"], namespace=m["namespace"],
+        keys=[KeyLinkRef(key_id=r["key_id"], key=r["key"], link_weight=round(r["weight"], 4)) for r in keys],
+        validity=validity(m, graph.settings, now), depth=round(m["depth"], 4), depth_stage=depth_stage(m["depth"]),  # type: ignore[arg-type]
+        access_count=int(m["access_count"]), supersedes=m["supersedes"], superseded_by=m["superseded_by"],
+        active=bool(m["active"]), source=json.loads(m["source"]) if m["source"] else None,
+        related_to=related, expires_at=iso(m["expires_at"]),
+    )
+
+
+def read_memory(graph: MemoryGraph, args: dict[str, Any]) -> MemoryView:
+    m = get_memory(graph, args.get("memory_id"), args.get("namespace"))
+    via = args.get("via_key_id")
+    now = graph.now()
+    with graph.store.write() as tx:
+        tx.run("memory/access", id=m["id"], now=now)
+        if via is not None:
+            via = validate.ident(via, "via_key_id", "k")
+            rows = tx.run("link/get", key_id=via, memory_id=m["id"])
+            if not rows:
+                raise NotFound(f"memory {m['id']} is not linked to key {via}")
+            weight = min(LINK_MAX, max(LINK_MIN, rows[0]["weight"] + HEBBIAN_STEP))
+            tx.run("link/set", key_id=via, memory_id=m["id"], weight=weight)
+            graph.autokey.on_read(tx, via, m, now)
+    fresh = get_memory(graph, m["id"])
+    return memory_view(graph, fresh, now)
+
+
+def browse_keys(graph: MemoryGraph, args: dict[str, Any]) -> BrowseResult:
+    ns = validate.namespace(args.get("namespace"))
+    hubs_only = args.get("hubs_only", False)
+    if not isinstance(hubs_only, bool):
+        raise validate.InvalidInput("hubs_only must be true or false")
+    limit = validate.count(args.get("limit"), "limit", default=50, lo=1, hi=500)
+    offset = validate.count(args.get("offset"), "offset", default=0, lo=0, hi=1_000_000)
+    now = graph.now()
+    min_count = graph.settings.key_hub_min_links if hubs_only else 1
+    rows = graph.store.query("key/browse", namespace=ns, now=now, min_count=min_count, offset=offset, limit=limit)
+    total = graph.store.query("key/browse_total", namespace=ns, now=now, min_count=min_count)[0]["total"]
+    counts = {r["k"]["id"]: r["n"] for r in rows}
+    views = key_views(graph, [r["k"] for r in rows], ns, now, counts=counts)
+    for v in views:
+        v.score, v.score_kind = float(v.memory_count), "memory_count"
+    return BrowseResult(keys=views, total=int(total), offset=offset, limit=limit)

@@ -1,0 +1,107 @@
+"""The MCP ``recall`` path: route a query to keys, preview one memory of the strongest key.
+
+The preview is passive: no access count, depth, edge, alias or freshness changes. Only one
+memory enters the agent's context; further hops are the agent's deliberate choice
+(``read_key`` / ``read_memory``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from keymem.memory import validate
+from keymem.memory.keys import key_views, name_id
+from keymem.memory.lexical import capped
+from keymem.memory.navigate import rank_in_key
+from keymem.memory.tokenize import literal_tokens
+from keymem.memory.validity import validity
+from keymem.memory.views import KeyRef, MemoryPreview, RecallResult
+
+if TYPE_CHECKING:
+    from keymem.memory.graph import MemoryGraph
+
+LITERAL = "literal_match"
+COSINE = "key_cosine"
+LEXICAL = "content_relevance"
+
+
+def route_keys(graph: MemoryGraph, query: str, qvec: np.ndarray, namespace: str, limit: int) -> dict[str, tuple[float, str]]:
+    """Key id -> (relevance, score kind): concept keys by cosine, names and aliases literally."""
+    found: dict[str, tuple[float, str]] = {}
+    threshold = graph.thresholds.key_recall
+    for key_id, cos in graph.vectors.search(qvec, namespace, max(limit * 3, 10), min_score=threshold):
+        found[key_id] = (cos, COSINE)
+    literal = literal_tokens(query)
+    if literal:
+        ids = [name_id(namespace, t) for t in literal]
+        for r in graph.store.query("key/by_names", ids=ids):
+            found[r["k"]["id"]] = (1.0, LITERAL)
+    return found
+
+
+def lexical_keys(graph: MemoryGraph, query: str, namespace: str) -> dict[str, tuple[float, str]]:
+    """When no key routes, the keys of the best lexical memories (capped BM25 as relevance)."""
+    hits = graph.lexical.search(query, 3, namespace)
+    found: dict[str, tuple[float, str]] = {}
+    if not hits:
+        return found
+    rows = graph.store.query("memory/keys_many", ids=[h[0] for h in hits])
+    best = dict(hits)
+    for r in rows:
+        rel = capped(best[r["memory_id"]])
+        if rel > found.get(r["key_id"], (0.0, ""))[0]:
+            found[r["key_id"]] = (rel, LEXICAL)
+    return found
+
+
+def recall(graph: MemoryGraph, args: dict[str, Any]) -> RecallResult:
+    query = validate.text(args.get("query"), "query", max_chars=4000)
+    top_k = validate.count(args.get("top_k"), "top_k", default=5, lo=1, hi=50)
+    ns = validate.namespace(args.get("namespace"))
+    context = args.get("context")
+    if context is not None:
+        context = validate.text(context, "context", max_chars=20_000)
+    explain = args.get("explain", False)
+    if not isinstance(explain, bool):
+        raise validate.InvalidInput("explain must be true or false")
+    now = graph.now()
+    qvec = graph.embed([query])[0]
+    scored = route_keys(graph, query, qvec, ns, top_k) or lexical_keys(graph, query, ns)
+    rows = [r["k"] for r in graph.store.query("key/get_many", ids=list(scored))]
+    views = [v for v in key_views(graph, rows, ns, now, scores=scored) if v.memory_count > 0]
+    views.sort(key=lambda v: (-(v.score or 0.0), -v.specificity, v.key))
+    views = views[:top_k]
+    memory = None
+    if views:
+        graph.autokey.note_route(query, qvec, [v.key_id for v in views])
+        memory = top_memory(graph, views[0].key_id, views[0].key, context or query, now)
+    result = RecallResult(keys=views, memory=memory)
+    if explain:
+        result.namespaces = {ns: len(views)}
+    return result
+
+
+def top_memory(graph: MemoryGraph, key_id: str, key_text: str, text: str, now: float) -> MemoryPreview | None:
+    """The best memory inside one key for the raw context: cross-encoder when loaded, else lexical."""
+    ranked = rank_in_key(graph, key_id, text, now)
+    if not ranked:
+        return None
+    pool = ranked[: graph.settings.rerank_pool]
+    best, score, kind = pool[0][0], pool[0][1], pool[0][3]
+    reranker = graph.reranker()
+    if reranker is not None and len(pool) > 1:
+        logits = reranker.score(text, [m["content"] for m, *_ in pool])
+        i = int(np.argmax(logits))
+        best, score, kind = pool[i][0], float(logits[i]), "cross_encoder_logit"
+    connected = [
+        KeyRef(key_id=r["key_id"], key=r["key"])
+        for r in graph.store.query("memory/keys", id=best["id"])
+        if r["key_id"] != key_id
+    ]
+    return MemoryPreview(
+        memory_id=best["id"], content=best["content"], matched_key=KeyRef(key_id=key_id, key=key_text),
+        score=round(score, 4), score_kind=kind, validity=validity(best, graph.settings, now),
+        connected_keys=connected,
+    )

@@ -1,0 +1,529 @@
+"""Tokenisation shared by lexical indexing, lexical queries and literal name matching.
+
+One function, :func:`tokenize`, turns both documents and queries into BM25 terms, so whatever
+normalisation it applies is applied identically on both sides.
+
+Pipeline
+--------
+1. *Sanitise*: lone surrogates and control characters become spaces, invisible format
+   characters (RTL/LTR marks, zero-width spaces, BOM, soft hyphen, ...) are removed. Lone
+   surrogates cannot be encoded to UTF-8 and would make Kiwi's binding raise.
+2. NFKC then ``casefold()`` (fullwidth/mathematical letters, ligatures and ``ß`` fold to their
+   plain forms).
+3. Split into script runs: a maximal stretch of whitespace-separated chunks that contain
+   Hangul goes to Kiwi as one piece (so the analyser sees context); everything else is split
+   into words with a regular expression.
+
+Korean (kiwipiepy)
+------------------
+Kept as terms: common and proper nouns (NNG, NNP), numerals (NR), verb/adjective stems
+(VV, VA and their irregular variants, as Kiwi's restored stem, e.g. ``좋아한다`` -> ``좋아하``),
+roots (XR), numbers (SN).  Foreign words (SL), hanja (SH) and Kiwi's URL/e-mail/hashtag/mention
+tokens are passed through the non-Hangul path below so that ``York`` inside ``York까지`` is the
+same term as a free-standing ``York``.
+
+Dropped: particles, endings, copulas, suffixes/prefixes, auxiliaries (VX), bound nouns (NNB:
+``것``, ``수``, ``씨``), pronouns (NP), determiners (MM) and adverbs (MAG), plus the predicate stems
+in Kiwi's own stopword list (``kiwipiepy.utils.Stopwords``: light verbs such as 하/있/되/없/같).
+Kiwi's list also contains nouns (사람, 일, 말, 지역, 때); those are kept because in personal
+memories they carry meaning ("새 일" = a new job).  bm25s's Korean list (stopwords-iso) is not
+used: it is not POS-aware and removes content words such as 시간 and 좋아.
+
+Compound spans: for each eojeol, the leading run of nominal morphemes (nouns, bound nouns,
+numbers, determiners, foreign words, ...) is also emitted as one term when it has two or more
+morphemes.  Kiwi does not segment unknown names consistently: ``동건이`` is ``동/MM 건/NNG 이/JKS``
+while ``동건은`` may be ``동건/NNP``; the span term ``동건`` makes both agree.  For the same reason
+a proper noun ending in the hypocoristic suffix ``-이`` after a consonant-final syllable
+(``동건이/NNP``) also yields the bare name (``동건``).
+
+Other scripts
+-------------
+Words are runs of letters, digits and combining marks; an apostrophe inside a word is part of
+it.  ``user's`` -> ``user``; clitics ``'ll 're 've 'd 'm`` are stripped; ``n't`` words are
+negated auxiliaries and are dropped like other function words; remaining apostrophes are
+removed (``O'Brien`` -> ``obrien``).  Thousands separators are removed (``1,000`` -> ``1000``),
+decimals and versions are kept whole (``3.11``).  Han/kana runs (Chinese, Japanese, and hanja
+outside Korean text) have no spaces, so they are indexed as overlapping character bigrams
+(the CJK-bigram approach of Lucene's CJKAnalyzer); a single character stays a unigram.
+
+English stopwords: bm25s's ``STOPWORDS_EN_PLUS`` (NLTK's list).  Its shorter ``STOPWORDS_EN``
+(Lucene's 33 words) keeps what/who/my/does/did/have: agent queries are natural-language
+questions full of such words, and in small per-namespace corpora their IDF is not low enough to
+neutralise them.
+
+Plural stripping (kept)
+-----------------------
+A Harman "S-stemmer"-style rule on ASCII words of 4+ letters: ``-ies`` -> ``-y`` (not ``-eies``,
+``-aies``); ``-es`` -> ``-e`` (not ``-aes``, ``-ees``, ``-oes``); ``-s`` -> ``-`` (not ``-us``,
+``-ss``, ``-is``).  Measured on the 20.5k alphabetic whole-word entries of the bundled MiniLM
+(BERT) vocabulary: of the 2,937 words the rule changes, 2,233 (76%) land on a word that is in the
+vocabulary (``fruits`` -> ``fruit``, ``likes`` -> ``like``, ``cities`` -> ``city``), i.e. a
+plural/third-person form now meets its base form; 46 (1.6%) collide with a different word
+(``news`` -> ``new``, ``physics`` -> ``physic``); the rest map to a non-word that both sides
+share harmlessly (``movies`` -> ``movy``, ``james`` -> ``jame``).  Memories are short (~20 words),
+so vocabulary mismatch between a question and a stored fact is the dominant recall failure,
+and 76 useful conflations per 1.6 false ones is a good trade.  Porter/Snowball via PyStemmer would
+also conflate ``-ing``/``-ed`` but is not a dependency of the project.
+
+Costs (2-core dev box, Python 3.11, kiwipiepy 0.24.1; see ``tests/memory/test_tokenize.py``)
+------------------------------------------------------------------------------------------
+* Kiwi construction + model load (first Korean text only): ~0.9 s and ~310 MB RSS with the
+  typo and multi-word dictionaries disabled (with them: ~2 s, ~510 MB).  The typo dictionary
+  only normalises endings (which are dropped anyway); the multi-word dictionary fuses
+  multi-eojeol proper nouns into one token, which hurts partial matches in BM25.
+* English: ~90k short texts/s... see the module test docstring for the measured figures.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kiwipiepy import Kiwi
+
+__all__ = [
+    "tokenize",
+    "script_of",
+    "literal_tokens",
+    "literal_key",
+    "literal_match",
+    "normalize_text",
+    "kiwi_loaded",
+]
+
+Script = Literal["hangul", "latin", "other", "mixed"]
+
+STOPWORDS: frozenset[str] = frozenset(STOPWORDS_EN_PLUS)
+
+# --------------------------------------------------------------------------------------------
+# character classes
+
+_HANGUL = "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uffa0-\uffdc"
+_HANGUL_RE = re.compile(f"[{_HANGUL}]")
+# A whitespace chunk containing Hangul, then any further such chunks separated only by spaces.
+_HANGUL_RUN_RE = re.compile(rf"\S*[{_HANGUL}]\S*(?:\s+\S*[{_HANGUL}]\S*)*")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+_CJK_RUN_RE = re.compile(f"[{_CJK}]+")
+_LATIN = (
+    "a-zA-Z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0250-\u02af\u1e00-\u1eff"
+    "\u2c60-\u2c7f\ua720-\ua7ff\uab30-\uab6f"
+)
+_LATIN_RE = re.compile(f"[{_LATIN}]")
+_LETTER_RE = re.compile(r"[^\W\d_]")
+
+# Controls (C0, DEL, C1) and lone surrogates -> space.  Kiwi's binding cannot encode
+# surrogates; NUL and friends are just noise.
+_CTRL_RE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]+")
+# Unicode "Cf" (format) characters, Unicode 14: invisible, so they must not split words.
+_FORMAT_RE = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]+"
+)
+_WS_RE = re.compile(r"\s+")
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'", "\uff07": "'"})
+_CLITICS = ("'ll", "'re", "'ve", "'d", "'m")
+# Punctuation that ends a clause: n-grams for literal matching never cross it.
+# A period ends a clause only after a 4+ character word ("Dr. Smith" stays one phrase).
+_CLAUSE_BREAK_RE = re.compile(r"[!?;:,()\[\]{}<>\"|\u2026\u3001\u3002\uff01\uff1f]|(?<=\w{4})\.(?=\s|$)")
+
+_KIWI_STEM_TAGS = frozenset({"VV", "VA"})
+_KIWI_KEEP_TAGS = frozenset({"NNG", "NNP", "NR", "XR", "SN"})
+_KIWI_PASS_TAGS = frozenset({"SL", "SH", "W_URL", "W_EMAIL", "W_HASHTAG", "W_MENTION", "W_SERIAL"})
+_KIWI_RUN_TAGS = frozenset({"NNG", "NNP", "NNB", "NR", "NP", "MM", "XPN", "XR", "SN", "SL", "SH"})
+_KIWI_BREAK_TAGS = frozenset({"SF", "SP", "SS", "SSO", "SSC", "SE"})
+# Kiwi needs context but its cost and memory grow with input size: feed long runs in pieces.
+_KIWI_CHUNK = 2000
+
+
+@cache
+def _word_re() -> re.Pattern[str]:
+    """Word pattern: letters/digits plus combining marks (Indic vowel signs, Thai, ...).
+
+    Python's ``\\w`` excludes marks, which would cut Devanagari or Thai words apart; the mark
+    ranges are computed once (~50 ms) from ``unicodedata`` rather than hard-coded.
+    """
+    ranges: list[str] = []
+    start: int | None = None
+    for cp in range(0x30000):
+        if unicodedata.category(chr(cp))[0] == "M":
+            if start is None:
+                start = cp
+        elif start is not None:
+            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(cp - 1))}")
+            start = None
+    marks = "".join(ranges) + "\U000e0100-\U000e01ef"
+    char = rf"(?:[^\W_]|[{marks}])"
+    number = r"\d+(?:[.,]\d+)+"
+    return re.compile(rf"(?P<num>{number})(?![^\W_])|(?P<word>{char}+(?:'{char}+)*)")
+
+
+_THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+")
+
+
+def _prepare(text: str) -> str:
+    """Sanitise, NFKC-normalise and case-fold."""
+    if not text:
+        return ""
+    text = _CTRL_RE.sub(" ", text)
+    text = _FORMAT_RE.sub("", text)
+    text = unicodedata.normalize("NFKC", text).casefold()
+    # casefold can reintroduce nothing harmful; apostrophe variants are unified here once.
+    return text.translate(_APOSTROPHES)
+
+
+def normalize_text(text: str) -> str:
+    """Canonical form for duplicate detection: NFKC, case-fold, collapsed whitespace, stripped.
+
+    Control/format characters are treated like :func:`tokenize` does (controls are
+    whitespace, invisible marks vanish) so two texts differing only by an RTL mark or a NUL are
+    duplicates.
+    """
+    return _WS_RE.sub(" ", _prepare(text)).strip()
+
+
+# --------------------------------------------------------------------------------------------
+# non-Hangul words
+
+
+def _plural_strip(word: str) -> str:
+    """S-stemmer style plural/3rd-person strip (the module docstring has the measurement)."""
+    if len(word) < 4 or word[-1] != "s" or not word.isascii() or not word.isalpha():
+        return word
+    if word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if word.endswith(("us", "ss", "is")):
+        return word
+    return word[:-1]
+
+
+def _cjk_bigrams(run: str, out: list[str]) -> None:
+    if len(run) == 1:
+        out.append(run)
+    else:
+        out.extend(run[i : i + 2] for i in range(len(run) - 1))
+
+
+def _raw_words(text: str) -> list[str]:
+    """Words of prepared non-Hangul text, possessive stripped, nothing else removed."""
+    words: list[str] = []
+    for m in _word_re().finditer(text):
+        num = m.group("num")
+        if num is not None:
+            if _THOUSANDS_RE.fullmatch(num):
+                words.append(num.replace(",", ""))
+            else:
+                words.extend(p for p in num.split(",") if p)
+            continue
+        w = m.group("word")
+        if w.endswith("'s"):
+            w = w[:-2]
+        words.append(w)
+    return words
+
+
+def _index_terms(text: str, out: list[str]) -> None:
+    """Append BM25 terms of prepared non-Hangul text to ``out``."""
+    for w in _raw_words(text):
+        if w in STOPWORDS:
+            continue
+        if "'" in w:
+            if w.endswith("n't"):
+                continue  # negated auxiliaries: function words like their positive forms
+            for clitic in _CLITICS:
+                if w.endswith(clitic):
+                    w = w[: -len(clitic)]
+                    break
+            w = w.replace("'", "")
+            if not w or w in STOPWORDS:
+                continue
+        if _CJK_RUN_RE.search(w):
+            pos = 0
+            for m in _CJK_RUN_RE.finditer(w):
+                if m.start() > pos:
+                    out.append(w[pos : m.start()])
+                _cjk_bigrams(m.group(), out)
+                pos = m.end()
+            if pos < len(w):
+                out.append(w[pos:])
+            continue
+        w = _plural_strip(w)
+        if w not in STOPWORDS:
+            out.append(w)
+
+
+# --------------------------------------------------------------------------------------------
+# Kiwi
+
+_kiwi: Kiwi | None = None
+_kiwi_init_lock = threading.Lock()
+# kiwipiepy holds the GIL while analysing today; the lock keeps us safe if a release changes that.
+_kiwi_call_lock = threading.Lock()
+_kiwi_stop_stems: frozenset[str] = frozenset()
+
+
+def kiwi_loaded() -> bool:
+    """Whether this process has paid for Kiwi yet (for diagnostics and tests)."""
+    return _kiwi is not None
+
+
+def _get_kiwi() -> Kiwi:
+    """Construct Kiwi once per process, on first Hangul text (double-checked locking)."""
+    global _kiwi, _kiwi_stop_stems
+    kiwi = _kiwi
+    if kiwi is not None:
+        return kiwi
+    with _kiwi_init_lock:
+        if _kiwi is None:
+            from kiwipiepy import Kiwi
+            from kiwipiepy.utils import Stopwords
+
+            k = Kiwi(load_typo_dict=False, load_multi_dict=False)
+            k.tokenize("")  # Kiwi loads its model lazily: pay for it here, under the lock
+            _kiwi_stop_stems = frozenset(
+                form for form, tag in Stopwords().stopwords if tag in _KIWI_STEM_TAGS
+            )
+            _kiwi = k
+        return _kiwi
+
+
+@dataclass(slots=True)
+class _Eojeol:
+    """One whitespace-delimited Korean word as Kiwi analysed it."""
+
+    terms: list[str] = field(default_factory=list)
+    word: str = ""  # literal form: nominal span without particles, else the surface
+    variants: list[str] = field(default_factory=list)  # extra literal forms (prefixes, -이)
+    fragments: set[str] = field(default_factory=set)  # terms that are pieces of a mis-split name
+    breaks_after: bool = False
+
+
+def _chunks(run: str) -> list[str]:
+    """Split a long Hangul run at whitespace into pieces of about ``_KIWI_CHUNK`` chars."""
+    if len(run) <= _KIWI_CHUNK:
+        return [run]
+    pieces: list[str] = []
+    start = 0
+    while start < len(run):
+        end = min(len(run), start + _KIWI_CHUNK)
+        if end < len(run):
+            cut = run.rfind(" ", start + 1, end)
+            if cut > start:
+                end = cut
+        pieces.append(run[start:end])
+        start = end
+    return pieces
+
+
+def _has_final_consonant(syllable: str) -> bool:
+    cp = ord(syllable)
+    return 0xAC00 <= cp <= 0xD7A3 and (cp - 0xAC00) % 28 != 0
+
+
+def _analyse_hangul(run: str) -> list[_Eojeol]:
+    """Analyse one Hangul run with Kiwi; one entry per whitespace-delimited eojeol."""
+    kiwi = _get_kiwi()
+    result: list[_Eojeol] = []
+    for piece in _chunks(run):
+        spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", piece)]
+        if not spans:
+            continue
+        with _kiwi_call_lock:
+            tokens = kiwi.tokenize(piece)
+        groups: list[list[Any]] = [[] for _ in spans]
+        j = 0
+        for tok in tokens:
+            start = tok.start
+            while j + 1 < len(spans) and start >= spans[j][1]:
+                j += 1
+            groups[j].append(tok)
+        for (s, e), toks in zip(spans, groups, strict=True):
+            result.append(_eojeol(piece, s, e, toks))
+    return result
+
+
+def _eojeol(piece: str, s: int, e: int, toks: list[Any]) -> _Eojeol:
+    ej = _Eojeol()
+    run_toks: list[Any] = []
+    in_run = True
+    seen_content = False
+    for tok in toks:
+        tag = tok.tag.split("-", 1)[0]
+        form = tok.form
+        if tag in _KIWI_BREAK_TAGS:
+            if seen_content:
+                ej.breaks_after = True
+                in_run = False
+            continue
+        seen_content = True
+        if in_run and tag in _KIWI_RUN_TAGS:
+            run_toks.append(tok)
+        else:
+            in_run = False
+        if tag in _KIWI_KEEP_TAGS:
+            ej.terms.append(form)
+        elif tag in _KIWI_STEM_TAGS:
+            if form not in _kiwi_stop_stems:
+                ej.terms.append(form)
+        elif tag in _KIWI_PASS_TAGS:
+            _index_terms(form, ej.terms)
+    if run_toks:
+        first, last = run_toks[0], run_toks[-1]
+        span = piece[first.start : last.start + last.len]
+        ej.word = span
+        if len(run_toks) > 1:
+            if run_toks[0].tag == "MM":
+                # Determiners are written apart from their noun; 동/MM 건/NNG glued together is
+                # a name Kiwi did not know, and 건 alone must not match literally.
+                ej.fragments.update(t.form for t in run_toks[1:])
+            if span not in ej.terms:
+                ej.terms.append(span)
+            for t in run_toks[:-1]:  # morpheme-boundary prefixes: 동건씨 -> 동건
+                prefix = piece[first.start : t.start + t.len]
+                if len(prefix) > 1:
+                    ej.variants.append(prefix)
+        tail = run_toks[-1]
+        tail_tag = tail.tag.split("-", 1)[0]
+        if tail_tag == "NNP" and len(span) >= 3 and span.endswith("이") and _has_final_consonant(span[-2]):
+            bare = span[:-1]  # 동건이/NNP -> 동건 (hypocoristic -이 after a consonant)
+            ej.variants.append(bare)
+            if bare not in ej.terms:
+                ej.terms.append(bare)
+    else:
+        ej.word = _CLAUSE_BREAK_RE.sub("", piece[s:e]).strip(".")
+    return ej
+
+
+# --------------------------------------------------------------------------------------------
+# public API
+
+
+def _segments(text: str) -> list[tuple[bool, str]]:
+    """Alternating (is_hangul, text) runs of prepared text."""
+    out: list[tuple[bool, str]] = []
+    pos = 0
+    for m in _HANGUL_RUN_RE.finditer(text):
+        if m.start() > pos:
+            out.append((False, text[pos : m.start()]))
+        out.append((True, m.group()))
+        pos = m.end()
+    if pos < len(text):
+        out.append((False, text[pos:]))
+    return out
+
+
+def tokenize(text: str) -> list[str]:
+    """BM25 terms of ``text`` (documents and queries alike), in text order, duplicates kept.
+
+    Kiwi is only constructed if the text contains Hangul.
+    """
+    text = _prepare(text)
+    out: list[str] = []
+    if not text:
+        return out
+    if not _HANGUL_RE.search(text):
+        _index_terms(text, out)
+        return out
+    for is_hangul, seg in _segments(text):
+        if is_hangul:
+            for ej in _analyse_hangul(seg):
+                out.extend(ej.terms)
+        else:
+            _index_terms(seg, out)
+    return out
+
+
+def _literal_words(text: str) -> tuple[list[str], list[list[str]]]:
+    """(single literal terms, clauses of literal words) of prepared text."""
+    singles: list[str] = []
+    clauses: list[list[str]] = [[]]
+    for is_hangul, seg in _segments(text):
+        if is_hangul:
+            for ej in _analyse_hangul(seg):
+                if ej.word:
+                    clauses[-1].append(ej.word)
+                singles.extend(t for t in ej.terms if t not in ej.fragments or t == ej.word)
+                singles.extend(ej.variants)
+                if ej.breaks_after:
+                    clauses.append([])
+        else:
+            _index_terms(seg, singles)
+            parts = _CLAUSE_BREAK_RE.split(seg)
+            for i, part in enumerate(parts):
+                if i:
+                    clauses.append([])
+                clauses[-1].extend(_raw_words(part))
+    return singles, [c for c in clauses if c]
+
+
+def literal_tokens(text: str, max_n: int = 4) -> set[str]:
+    """Terms for literal name matching: BM25 terms plus word n-grams (1..``max_n`` words).
+
+    Words here are case-folded, possessive-stripped and *not* stopword-filtered or
+    plural-stripped (names contain "of", "the", and end in "s"); Korean words are the
+    nominal span without particles (``동건이`` -> ``동건``), plus morpheme-boundary prefixes of
+    compounds (``동건씨`` -> ``동건``).  Pieces of a name Kiwi split apart (``건`` of ``동건``) are
+    left out.  N-grams do not cross clause punctuation.  Match a key with
+    :func:`literal_match` (or ``literal_key(key) in literal_tokens(text)``), not with a set
+    intersection of both sides: a key's own fragments are not the key.
+    """
+    prepared = _prepare(text)
+    if not prepared:
+        return set()
+    singles, clauses = _literal_words(prepared)
+    result = set(singles)
+    for words in clauses:
+        for n in range(1, max_n + 1):
+            for i in range(len(words) - n + 1):
+                result.add(" ".join(words[i : i + n]))
+    return result
+
+
+def literal_key(name: str) -> str:
+    """The normalised phrase a key/name must appear as in :func:`literal_tokens` of a text."""
+    prepared = _prepare(name)
+    if not prepared:
+        return ""
+    _, clauses = _literal_words(prepared)
+    return " ".join(w for c in clauses for w in c)
+
+
+def literal_match(name: str, text: str) -> bool:
+    """True if ``name`` occurs in ``text`` as whole words (Korean particles allowed)."""
+    key = literal_key(name)
+    return bool(key) and key in literal_tokens(text)
+
+
+def script_of(text: str) -> Script:
+    """Dominant writing system of ``text``'s letters: "hangul", "latin", "other" or "mixed".
+
+    Digits, punctuation and symbols are ignored.  A Hangul syllable counts as two letters (it
+    carries about as much as two or three Latin letters).  A script that holds at least 75%
+    of the weighted letters wins; otherwise the text is "mixed", so a Korean sentence quoting
+    a short English brand name stays "hangul" while a half-and-half text is "mixed".  Text
+    with no letters at all is "other".  Used by a not-found gate that must be bypassed when
+    query and memory are written in different scripts (no lexical overlap is possible).
+    """
+    text = _prepare(text)
+    hangul = 2 * len(_HANGUL_RE.findall(text))
+    latin = len(_LATIN_RE.findall(text))
+    letters = len(_LETTER_RE.findall(text))
+    other = max(0, letters - hangul // 2 - latin)
+    total = hangul + latin + other
+    if total == 0:
+        return "other"
+    best_name, best = max((("hangul", hangul), ("latin", latin), ("other", other)), key=lambda x: x[1])
+    if best / total >= 0.75:
+        return best_name  # type: ignore[return-value]
+    return "mixed"

@@ -1,0 +1,294 @@
+"""The write path: remember, correct, forget, dismiss, confirm. Each call is one transaction.
+
+Nothing here writes a memory without keys, and every check runs before the transaction
+opens, so a refused call leaves the store untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from keymem.errors import InvalidInput, NotFound
+from keymem.memory import validate
+from keymem.memory.keys import KeyResolver, name_id, new_id
+from keymem.memory.tokenize import normalize_text
+from keymem.memory.validity import DEPTH_STEP, SUPERSEDED_DEPTH_FACTOR
+from keymem.memory.views import (
+    BatchResult,
+    CorrectResult,
+    DismissResult,
+    ForgetResult,
+    KeyBrief,
+    RememberResult,
+)
+from keymem.store.db import Tx
+
+if TYPE_CHECKING:
+    from keymem.memory.graph import MemoryGraph
+
+LINK_INIT = 1.0
+LINK_MIN = 0.1
+LINK_MAX = 3.0
+RELATED_WEIGHT = 1.0
+
+
+@dataclass
+class Item:
+    """One validated memory to write."""
+
+    content: str
+    keys: list[tuple[str, str]]
+    namespace: str
+    ttl_seconds: float | None
+    decay_profile: str
+    related_to: list[str]
+    source: dict[str, Any] | None
+
+
+def norm_id(namespace: str, content: str) -> str:
+    digest = hashlib.sha256(normalize_text(content).encode("utf-8")).hexdigest()
+    return f"{namespace}\x1f{digest}"
+
+
+def parse_item(graph: MemoryGraph, raw: dict[str, Any], *, where: str = "") -> Item:
+    s = graph.settings
+    allowed = {"content", "keys", "key_types", "namespace", "ttl_seconds", "decay_profile", "related_to", "source"}
+    unknown = set(raw) - allowed
+    if unknown:
+        raise InvalidInput(f"{where}unknown field(s): {', '.join(sorted(unknown))}")
+    try:
+        source = raw.get("source")
+        if source is not None and not isinstance(source, dict):
+            raise InvalidInput("source must be an object")
+        return Item(
+            content=validate.text(raw.get("content"), "content", max_chars=s.max_content_chars),
+            keys=validate.key_list(raw.get("keys"), raw.get("key_types"), max_keys=s.max_keys),
+            namespace=validate.namespace(raw.get("namespace")),
+            ttl_seconds=validate.ttl(raw.get("ttl_seconds")),
+            decay_profile=validate.decay_profile(raw.get("decay_profile")),
+            related_to=validate.id_list(raw.get("related_to"), "related_to", "m"),
+            source=source,
+        )
+    except InvalidInput as exc:
+        raise InvalidInput(f"{where}{exc}") from None
+
+
+def _key_vectors(graph: MemoryGraph, items: list[Item]) -> dict[str, np.ndarray]:
+    """Embed, in one batch and outside the write lock, the concept keys not yet stored by name."""
+    wanted: dict[str, str] = {}
+    for it in items:
+        for text, kind in it.keys:
+            if kind == "concept":
+                wanted.setdefault(name_id(it.namespace, normalize_text(text)), text)
+    if not wanted:
+        return {}
+    known = {r["name_id"] for r in graph.store.query("key/by_names", ids=list(wanted))}
+    todo = {normalize_text(t): t for nid, t in wanted.items() if nid not in known}
+    if not todo:
+        return {}
+    vecs = graph.embed(list(todo.values()))
+    return dict(zip(todo.keys(), vecs, strict=True))
+
+
+def _check_related(tx: Tx, ids: list[str], namespace: str) -> None:
+    if not ids:
+        return
+    rows = {r["m"]["id"]: r["m"] for r in tx.run("memory/get_many", ids=ids)}
+    for mid in ids:
+        m = rows.get(mid)
+        if m is None or m["namespace"] != namespace:
+            raise NotFound(f"related_to: memory {mid} does not exist in namespace {namespace!r}")
+
+
+def _write_one(graph: MemoryGraph, tx: Tx, resolver: KeyResolver, it: Item, now: float,
+               *, supersedes: str | None = None, depth: float = 0.0) -> RememberResult:
+    nid = norm_id(it.namespace, it.content)
+    dup = tx.run("memory/norm_get", id=nid)
+    if dup:
+        mid = dup[0]["memory_id"]
+        keys = [KeyBrief(key_id=r["key_id"], key=r["key"], key_type=r["key_type"])
+                for r in tx.run("memory/keys", id=mid)]
+        return RememberResult(memory_id=mid, keys=keys, duplicate=True)
+    _check_related(tx, it.related_to, it.namespace)
+    mid = new_id("m")
+    resolved = [resolver.resolve(text, kind, it.namespace) for text, kind in it.keys]
+    expires = now + it.ttl_seconds if it.ttl_seconds else None
+    tx.run(
+        "memory/create", id=mid, namespace=it.namespace, content=it.content, norm=normalize_text(it.content),
+        now=now, depth=depth, decay_profile=it.decay_profile, ttl_seconds=it.ttl_seconds, expires_at=expires,
+        supersedes=supersedes, source=json.dumps(it.source, ensure_ascii=False) if it.source else None,
+    )
+    tx.run("memory/norm_create", id=nid, memory_id=mid)
+    seen: set[str] = set()
+    for rk in resolved:
+        if rk.key_id in seen:
+            continue
+        seen.add(rk.key_id)
+        tx.run("memory/link_key", key_id=rk.key_id, memory_id=mid, weight=LINK_INIT, now=now)
+    for other in it.related_to:
+        tx.run("memory/relate", src=mid, dst=other, weight=RELATED_WEIGHT, now=now)
+    doc = " ".join([*(rk.text for rk in resolved), *(t for t, _ in it.keys), it.content])
+    tx.after_commit(lambda: graph.lexical.add(mid, doc, it.namespace))
+    briefs = {rk.key_id: KeyBrief(key_id=rk.key_id, key=rk.text, key_type=rk.key_type) for rk in resolved}  # type: ignore[arg-type]
+    return RememberResult(memory_id=mid, keys=list(briefs.values()), duplicate=False)
+
+
+def remember_items(graph: MemoryGraph, items: list[Item], source: dict[str, Any] | None) -> list[RememberResult]:
+    vectors = _key_vectors(graph, items)
+    now = graph.now()
+    with graph.store.write() as tx:
+        resolver = KeyResolver(graph, tx, vectors, now)
+        results = []
+        for it in items:
+            if source and not it.source:
+                it.source = source
+            results.append(_write_one(graph, tx, resolver, it, now))
+    graph.vectors.maybe_switch()
+    return results
+
+
+def remember(graph: MemoryGraph, args: dict[str, Any], source: dict[str, Any] | None = None) -> RememberResult:
+    return remember_items(graph, [parse_item(graph, args)], source)[0]
+
+
+def remember_batch(graph: MemoryGraph, items: Any, source: dict[str, Any] | None = None) -> BatchResult:
+    if not isinstance(items, list) or not items:
+        raise InvalidInput("items must be a non-empty list of memories")
+    if len(items) > 1000:
+        raise InvalidInput(f"items holds {len(items)} memories; the limit is 1000 per batch")
+    parsed = []
+    for i, raw in enumerate(items):
+        if not isinstance(raw, dict):
+            raise InvalidInput(f"items[{i}] must be an object")
+        parsed.append(parse_item(graph, raw, where=f"items[{i}]: "))
+    return BatchResult(results=remember_items(graph, parsed, source))
+
+
+def get_memory(graph: MemoryGraph, memory_id: Any, namespace: Any = None, *, tx: Tx | None = None,
+               active_only: bool = False) -> dict[str, Any]:
+    """A visible memory row (not expired; in ``namespace`` when given) or NotFound."""
+    mid = validate.ident(memory_id, "memory_id", "m")
+    rows = tx.run("memory/get", id=mid) if tx else graph.store.query("memory/get", id=mid)
+    m = rows[0]["m"] if rows else None
+    ns = None if namespace is None else validate.namespace(namespace)
+    if m is None or (ns is not None and m["namespace"] != ns) or graph.expired(m):
+        where = f" in namespace {ns!r}" if ns else ""
+        raise NotFound(f"memory {mid} does not exist{where}")
+    if active_only and not m["active"]:
+        raise InvalidInput(
+            f"memory {mid} is an old version superseded by {m['superseded_by']}; act on the current version"
+        )
+    return m
+
+
+def correct(graph: MemoryGraph, args: dict[str, Any], source: dict[str, Any] | None = None) -> CorrectResult:
+    old = get_memory(graph, args.get("memory_id"), args.get("namespace"), active_only=True)
+    raw = {k: v for k, v in args.items() if k not in ("memory_id", "namespace")}
+    if raw.get("keys") is None:
+        old_keys = graph.store.query("memory/keys", id=old["id"])
+        raw["keys"] = [k["key"] for k in old_keys]
+        raw["key_types"] = [k["key_type"] for k in old_keys]
+    raw.setdefault("decay_profile", None)
+    if raw["decay_profile"] is None:
+        raw["decay_profile"] = old["decay_profile"]
+    if raw.get("ttl_seconds") is None and old["ttl_seconds"]:
+        remaining = old["expires_at"] - graph.now()
+        raw["ttl_seconds"] = max(1.0, remaining) if old["expires_at"] else old["ttl_seconds"]
+    raw["namespace"] = old["namespace"]
+    if raw.get("related_to") is None:
+        raw["related_to"] = [r["id"] for r in graph.store.query("memory/related", id=old["id"])]
+    it = parse_item(graph, raw)
+    if normalize_text(it.content) == old["norm"]:
+        raise InvalidInput("the corrected content is the same as the current version; nothing to correct")
+    if source and not it.source:
+        it.source = source
+    vectors = _key_vectors(graph, [it])
+    now = graph.now()
+    with graph.store.write() as tx:
+        current = get_memory(graph, old["id"], tx=tx, active_only=True)  # re-checked under the writer
+        resolver = KeyResolver(graph, tx, vectors, now)
+        result = _write_one(graph, tx, resolver, it, now, supersedes=current["id"])
+        if result.duplicate:
+            raise InvalidInput(
+                f"the corrected content already exists as memory {result.memory_id}; forget this one instead"
+            )
+        tx.run("memory/supersede", old_id=current["id"], new_id=result.memory_id, factor=SUPERSEDED_DEPTH_FACTOR, now=now)
+        tx.run("memory/norm_delete", memory_id=current["id"])
+        tx.after_commit(lambda: graph.lexical.remove(current["id"]))
+        if current["supersedes"]:  # one-step history: the generation before the old one goes
+            _delete(graph, tx, current["supersedes"])
+    return CorrectResult(memory_id=result.memory_id, supersedes=current["id"])
+
+
+def _delete(graph: MemoryGraph, tx: Tx, memory_id: str) -> None:
+    """Remove a memory, its links and the keys left with no memory."""
+    key_ids = [r["key_id"] for r in tx.run("memory/keys", id=memory_id)]
+    tx.run("memory/norm_delete", memory_id=memory_id)
+    tx.run("memory/clear_supersedes", id=memory_id)
+    tx.run("memory/delete", id=memory_id)
+    tx.after_commit(lambda: graph.lexical.remove(memory_id))
+    if key_ids:
+        for orphan in tx.run("key/orphans_of", ids=key_ids):
+            delete_key(graph, tx, orphan["id"], orphan["namespace"])
+
+
+def delete_key(graph: MemoryGraph, tx: Tx, key_id: str, namespace: str) -> None:
+    tx.run("key/name_delete_for_key", key_id=key_id)
+    tx.run("alias/delete_for_key", key_id=key_id)
+    tx.run("alias/pending_cancel", key_id=key_id)
+    rows = tx.run("key/get", id=key_id)
+    if rows and rows[0]["k"]["key_type"] == "concept":
+        graph.vectors.delete(tx, key_id, namespace)
+    tx.run("key/delete", id=key_id)
+
+
+def forget(graph: MemoryGraph, args: dict[str, Any]) -> ForgetResult:
+    m = get_memory(graph, args.get("memory_id"), args.get("namespace"))
+    with graph.store.write() as tx:
+        m = get_memory(graph, m["id"], tx=tx)
+        if m["active"] and m["supersedes"]:  # the current version takes its history with it
+            _delete(graph, tx, m["supersedes"])
+        _delete(graph, tx, m["id"])
+    return ForgetResult(memory_id=m["id"], deleted=True)
+
+
+def delete_expired(graph: MemoryGraph) -> int:
+    """The TTL sweep: expired memories (already invisible) are deleted for good."""
+    rows = graph.store.query("memory/expired", now=graph.now())
+    for r in rows:
+        with graph.store.write() as tx:
+            if tx.run("memory/get", id=r["id"]):
+                _delete(graph, tx, r["id"])
+    return len(rows)
+
+
+def dismiss(graph: MemoryGraph, args: dict[str, Any]) -> DismissResult:
+    m = get_memory(graph, args.get("memory_id"), args.get("namespace"))
+    key_id = validate.ident(args.get("key_id"), "key_id", "k")
+    with graph.store.write() as tx:
+        rows = tx.run("link/get", key_id=key_id, memory_id=m["id"])
+        if not rows:
+            raise NotFound(f"memory {m['id']} is not linked to key {key_id}")
+        weight = max(LINK_MIN, rows[0]["weight"] * 0.5)
+        tx.run("link/set", key_id=key_id, memory_id=m["id"], weight=weight)
+        tx.run("alias/pending_cancel", key_id=key_id)
+        tx.after_commit(lambda: graph.autokey.forget_routes(key_id))
+    return DismissResult(memory_id=m["id"], key_id=key_id, link_weight=round(weight, 4))
+
+
+def confirm(graph: MemoryGraph, args: dict[str, Any]) -> dict[str, Any]:
+    evidence = validate.text(args.get("evidence"), "evidence", max_chars=4000)
+    m = get_memory(graph, args.get("memory_id"), args.get("namespace"), active_only=True)
+    source = args.get("source")
+    if source is not None and not isinstance(source, str | dict):
+        raise InvalidInput("source must be a string or an object")
+    record = json.dumps({"evidence": evidence, "source": source}, ensure_ascii=False)
+    with graph.store.write() as tx:
+        get_memory(graph, m["id"], tx=tx, active_only=True)
+        tx.run("memory/confirm", id=m["id"], step=DEPTH_STEP, now=graph.now(), evidence=record)
+    return {"memory_id": m["id"]}

@@ -1,0 +1,186 @@
+"""The write path on a real store with the real MiniLM model."""
+
+from __future__ import annotations
+
+import pytest
+
+from keymem.errors import InvalidInput, NotFound
+from keymem.memory.graph import MemoryGraph
+
+
+def counts(graph: MemoryGraph) -> dict[str, int]:
+    rows = graph.store.raw(
+        "MATCH (m:Memory) WITH count(m) AS m MATCH (k:Key) WITH m, count(k) AS k "
+        "MATCH ()-[l:LINKS]->() RETURN m, k, count(l) AS l"
+    )
+    return rows[0] if rows else {"m": 0, "k": 0, "l": 0}
+
+
+def test_remember_returns_contract_shape(graph: MemoryGraph) -> None:
+    r = graph.remember(content="The user likes strawberries", keys=["strawberry", "fruit"]).dump()
+    assert set(r) == {"memory_id", "keys", "duplicate"}
+    assert r["duplicate"] is False and r["memory_id"].startswith("m_")
+    assert [k["key"] for k in r["keys"]] == ["strawberry", "fruit"]
+    assert all(set(k) == {"key_id", "key", "key_type"} and k["key_type"] == "concept" for k in r["keys"])
+
+
+def test_duplicate_returns_existing_id(graph: MemoryGraph) -> None:
+    a = graph.remember(content="User lives in  Seoul", keys=["home"])
+    b = graph.remember(content="user lives in seoul", keys=["city"])
+    assert b.duplicate is True and b.memory_id == a.memory_id
+    c = graph.remember(content="user lives in seoul", keys=["city"], namespace="work")
+    assert c.duplicate is False  # duplicates are per namespace
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"content": "x", "keys": []}, "at least one key"),
+        ({"content": "x"}, "keys must be a list"),
+        ({"content": "   ", "keys": ["a"]}, "content must not be empty"),
+        ({"content": 5, "keys": ["a"]}, "content must be a string"),
+        ({"content": "x", "keys": ["a"], "key_types": ["person"]}, "key type 'person'"),
+        ({"content": "x", "keys": ["a"], "decay_profile": "forever"}, "decay_profile"),
+        ({"content": "x", "keys": ["a"], "ttl_seconds": -1}, "ttl_seconds"),
+        ({"content": "x", "keys": ["a"], "ttl_seconds": float("nan")}, "ttl_seconds"),
+        ({"content": "x", "keys": ["a"], "namespace": "bad ns!"}, "namespace"),
+        ({"content": "bad \ud800 surrogate", "keys": ["a"]}, "surrogate"),
+        ({"content": "x", "keys": ["a"], "related_to": ["m_0123456789abcdef0123"]}, "does not exist"),
+        ({"content": "x", "keys": [""]}, "key must not be empty"),
+    ],
+)
+def test_bad_input_writes_nothing(graph: MemoryGraph, args: dict, message: str) -> None:
+    before = counts(graph)
+    with pytest.raises((InvalidInput, NotFound), match=message):
+        graph.remember(**args)
+    assert counts(graph) == before
+    assert len(graph.lexical) == 0
+
+
+def test_batch_is_atomic(graph: MemoryGraph) -> None:
+    with pytest.raises(InvalidInput, match=r"items\[1\]"):
+        graph.remember_batch([{"content": "first fact", "keys": ["one"]}, {"content": "second", "keys": []}])
+    assert counts(graph)["m"] == 0
+    res = graph.remember_batch(
+        [
+            {"content": "Alice works at Acme", "keys": ["Alice", "Acme"], "key_types": ["name", "proper_noun"]},
+            {"content": "Acme builds rockets", "keys": ["Acme", "rocket"], "key_types": {"Acme": "proper_noun"}},
+            {"content": "Alice works at Acme", "keys": ["Alice"], "key_types": ["name"]},
+        ]
+    )
+    ids = [r.memory_id for r in res.results]
+    assert ids[0] == ids[2] and res.results[2].duplicate
+    acme = {k.key_id for r in res.results[:2] for k in r.keys if k.key == "Acme"}
+    assert len(acme) == 1  # one key reused inside the batch
+
+
+def test_names_match_exactly_concepts_merge(graph: MemoryGraph) -> None:
+    a = graph.remember(content="Dongkeon likes tea", keys=["Dongkeon"], key_types=["name"])
+    b = graph.remember(content="Dongkun likes coffee", keys=["Dongkun"], key_types=["name"])
+    assert a.keys[0].key_id != b.keys[0].key_id
+    c = graph.remember(content="dongkeon drinks tea daily", keys=["DONGKEON"], key_types=["name"])
+    assert c.keys[0].key_id == a.keys[0].key_id  # case-folded exact match
+    lang = graph.remember(content="The user writes Rust", keys=["programming language"])
+    more = graph.remember(content="The user also writes Go", keys=["programming languages"])
+    assert more.keys[0].key_id == lang.keys[0].key_id  # merged into an alias of the first key
+    view = graph.read_key(key_id=lang.keys[0].key_id).key
+    assert view.aliases == ["programming languages"] and view.memory_count == 2
+    other = graph.remember(content="Strawberries are sweet", keys=["strawberry"])
+    assert other.keys[0].key_id != lang.keys[0].key_id
+
+
+def test_correct_versions_one_step(graph: MemoryGraph, clock) -> None:
+    a = graph.remember(content="user lives in Seoul", keys=["home", "city"], decay_profile="stable", ttl_seconds=86400 * 30)
+    b = graph.correct(memory_id=a.memory_id, content="user moved to Busan")
+    assert b.supersedes == a.memory_id
+    old = graph.read_memory(memory_id=a.memory_id)
+    new = graph.read_memory(memory_id=b.memory_id)
+    assert old.superseded_by == b.memory_id and not old.active
+    assert new.supersedes == a.memory_id and new.active
+    assert new.validity.decay_profile == "stable" and new.expires_at is not None  # inherited
+    assert {k.key for k in new.keys} == {"home", "city"}
+    hits = graph.read_key(key_id=new.keys[0].key_id).memories
+    assert [h.memory_id for h in hits] == [b.memory_id]  # the old version is out of every search
+    assert [h.memory_id for h in graph.recall_direct(query="Seoul Busan", hops=0).results] == [b.memory_id]
+    with pytest.raises(InvalidInput, match="superseded"):
+        graph.correct(memory_id=a.memory_id, content="another")
+    c = graph.correct(memory_id=b.memory_id, content="user moved to Daegu")
+    with pytest.raises(NotFound):  # the generation before the previous one is deleted
+        graph.read_memory(memory_id=a.memory_id)
+    assert graph.read_memory(memory_id=b.memory_id).superseded_by == c.memory_id
+
+
+def test_forget_removes_memory_links_and_orphan_keys(graph: MemoryGraph) -> None:
+    a = graph.remember(content="temp fact about zebras", keys=["zebra", "animal"])
+    graph.remember(content="lions are animals", keys=["animal"])
+    before = counts(graph)
+    assert graph.forget(memory_id=a.memory_id).dump() == {"memory_id": a.memory_id, "deleted": True}
+    after = counts(graph)
+    assert after["m"] == before["m"] - 1 and after["k"] == before["k"] - 1 and after["l"] == before["l"] - 2
+    with pytest.raises(NotFound):
+        graph.read_memory(memory_id=a.memory_id)
+    with pytest.raises(NotFound):
+        graph.forget(memory_id=a.memory_id)
+
+
+def test_dismiss_weakens_to_floor_never_cuts(graph: MemoryGraph) -> None:
+    a = graph.remember(content="Paris is in France", keys=["Paris", "France"], key_types=["proper_noun", "proper_noun"])
+    kid = a.keys[0].key_id
+    weights = [graph.dismiss(memory_id=a.memory_id, key_id=kid).link_weight for _ in range(6)]
+    assert weights[0] == 0.5 and weights == sorted(weights, reverse=True) and weights[-1] == 0.1
+    assert any(k.key_id == kid for k in graph.read_memory(memory_id=a.memory_id).keys)
+    with pytest.raises(NotFound):
+        graph.dismiss(memory_id=a.memory_id, key_id="k_00000000000000000000")
+
+
+def test_confirm_deepens_and_refreshes(graph: MemoryGraph, clock) -> None:
+    a = graph.remember(content="the meeting is on Friday", keys=["meeting"], decay_profile="transient")
+    clock.advance(14 * 86400)
+    stale = graph.read_memory(memory_id=a.memory_id)
+    assert stale.validity.status == "aging" and stale.validity.freshness == pytest.approx(0.25, abs=1e-3)
+    assert stale.depth == 0.0 and stale.validity.confirmation_count == 0  # reading is not confirming
+    with pytest.raises(InvalidInput, match="evidence"):
+        graph.confirm_memory(memory_id=a.memory_id, evidence="  ")
+    c = graph.confirm_memory(memory_id=a.memory_id, evidence="user said so today")
+    assert c.depth == pytest.approx(0.05) and c.validity.confirmation_count == 1
+    assert c.validity.status == "fresh" and c.validity.freshness == 1.0
+    for _ in range(30):
+        c = graph.confirm_memory(memory_id=a.memory_id, evidence="again")
+    assert c.depth == 1.0 and c.depth_stage == "deep"
+
+
+def test_validity_thresholds_and_permanent(graph: MemoryGraph, clock) -> None:
+    a = graph.remember(content="standard fact", keys=["s"])
+    p = graph.remember(content="permanent fact", keys=["p"], decay_profile="permanent")
+    clock.advance(90 * 86400)
+    v = graph.read_memory(memory_id=a.memory_id).validity
+    assert v.freshness == pytest.approx(0.5, abs=1e-3) and v.status == "fresh"
+    clock.advance(180 * 86400 + 60)
+    v = graph.read_memory(memory_id=a.memory_id).validity
+    assert v.status == "stale" and v.verification_required and v.verification_recommended
+    assert graph.read_memory(memory_id=p.memory_id).validity.freshness == 1.0
+
+
+def test_ttl_hides_at_once_and_sweep_deletes(graph: MemoryGraph, clock) -> None:
+    a = graph.remember(content="short lived plan", keys=["plan"], ttl_seconds=60)
+    kid = a.keys[0].key_id
+    assert graph.read_key(key_id=kid).total == 1
+    clock.advance(61)
+    with pytest.raises(NotFound):
+        graph.read_memory(memory_id=a.memory_id)
+    assert graph.read_key(key_id=kid).total == 0
+    assert graph.recall_direct(query="short lived plan").results == []
+    assert graph.sweep()["expired"] == 1
+    assert counts(graph)["m"] == 0
+
+
+def test_namespaces_isolate_reads(graph: MemoryGraph) -> None:
+    a = graph.remember(content="secret project falcon", keys=["falcon"], namespace="work")
+    graph.remember(content="falcon is a bird", keys=["falcon"], namespace="home")
+    with pytest.raises(NotFound):
+        graph.read_memory(memory_id=a.memory_id, namespace="home")
+    assert [h.content for h in graph.recall_direct(query="falcon", namespace="home").results] == ["falcon is a bird"]
+    r = graph.recall(query="falcon", namespace="home")
+    assert r.memory is not None and r.memory.content == "falcon is a bird"
+    assert [k.memory_count for k in r.keys] == [1]
+    assert graph.browse_keys(namespace="default").total == 0
