@@ -47,7 +47,7 @@ VARS: dict[str, Var] = {
     ),
     "local_embedding_model": Var("LOCAL_EMBEDDING_MODEL", "str", "Named local model (bge-m3, fast-bge-small-en-v1.5, ...)"),
     "local_embedding_model_path": Var(
-        "LOCAL_EMBEDDING_MODEL_PATH", "opt_path", "Directory with model.onnx + tokenizer.json (no download)"
+        "LOCAL_EMBEDDING_MODEL_PATH", "opt_path", "Directory with model.onnx + tokenizer.json (only missing files are fetched)"
     ),
     "local_embedding_model_file": Var("LOCAL_EMBEDDING_MODEL_FILE", "str", "ONNX file name inside the model directory"),
     "openai_api_key": Var("OPENAI_API_KEY", "opt_str", "OpenAI API key (selects the OpenAI backend by default)"),
