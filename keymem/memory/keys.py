@@ -70,6 +70,7 @@ class KeyResolver:
             found = ResolvedKey(k["id"], k["text"], k["key_type"], False)
             self._pending[nid] = found
             return found
+        vec: np.ndarray | None = None
         if key_type == "concept":
             vec = self.vectors.get(norm)
             if vec is None:  # embedded before the transaction unless another writer removed its key
@@ -90,7 +91,7 @@ class KeyResolver:
             "key/create", id=key_id, namespace=namespace, text=text, norm=norm, key_type=key_type, now=self.now
         )
         self.tx.run("key/name_create", id=nid, key_id=key_id)
-        if key_type == "concept":
+        if vec is not None:
             self.graph.vectors.insert(self.tx, key_id, namespace, vec)
             self._pending_vecs.setdefault(namespace, []).append((key_id, vec))
         created = ResolvedKey(key_id, text, key_type, True)

@@ -72,10 +72,7 @@ class _Block:
         if n == 0:
             return []
         scores = self.mat[:n] @ vec
-        if k < n:
-            top = np.argpartition(-scores, k)[:k]
-        else:
-            top = np.arange(n)
+        top = np.argpartition(-scores, k)[:k] if k < n else np.arange(n)
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.ids[i], float(scores[i])) for i in top if scores[i] >= min_score]
 
