@@ -1,1 +1,3 @@
-MATCH (k:Key) WHERE k.id IN $ids RETURN k
+UNWIND $ids AS i
+MATCH (k:Key {id: i})
+RETURN k

@@ -41,6 +41,9 @@ BEAM = 12
 HUB_FANOUT = 50
 REINFORCE_STEP = 0.05
 DECAY_FACTOR = 0.98
+PHRASES = 4  # query phrases embedded for key routing
+PHRASE_KEYS = 5  # concept keys routed per phrase
+PHRASE_QUERY_MAX_CHARS = 500  # longer queries (prompts) route by the whole text only
 
 
 @dataclass
@@ -63,58 +66,119 @@ def _fuse(lex: list[tuple[str, float]], keyed: list[tuple[str, float]]) -> dict[
     return cands
 
 
-def _key_path(graph: MemoryGraph, routed: dict[str, tuple[float, str]], now: float,
+def query_phrases(query: str) -> list[str]:
+    """Key-like phrases of a query (its suggested concept keys), embedded apart from the query.
+
+    A whole question embeds far from a two-word key ("When did Melanie paint a sunrise?" vs
+    "sunrise"), so the question alone routes few concept keys; its phrases route them by
+    meaning ("paint" -> "painting"). Names already route literally.
+    """
+    from keymem.memory.suggest import suggest_keys
+
+    if len(query) > PHRASE_QUERY_MAX_CHARS:
+        return []
+    found = [k for k, kind in suggest_keys(query, max_keys=PHRASES + 2) if kind == "concept"]
+    return [p for p in found if p.lower() != query.lower()][:PHRASES]
+
+
+def _route_phrases(graph: MemoryGraph, routed: dict[str, tuple[float, str]], vecs: Any, namespace: str) -> None:
+    threshold = graph.thresholds.key_recall
+    for vec in vecs:
+        for key_id, cos in graph.vectors.search(vec, namespace, PHRASE_KEYS, min_score=threshold):
+            if cos > routed.get(key_id, (0.0, ""))[0]:
+                routed[key_id] = (cos, "key_cosine")
+
+
+def _idf(n_docs: int, fan: int) -> float:
+    """BM25 IDF of a key linked to ``fan`` of ``n_docs`` memories (> 0)."""
+    return math.log(1.0 + (max(n_docs, fan) - fan + 0.5) / (fan + 0.5))
+
+
+def _key_path(graph: MemoryGraph, routed: dict[str, tuple[float, str]], namespace: str, now: float,
               ) -> tuple[list[tuple[str, float]], dict[str, list[str]], list[tuple[str, str]]]:
-    """Memories reached from routed keys, ranked; plus which keys reached each, and all links seen."""
+    """Memories reached from routed keys, ranked; plus which keys reached each, and all links seen.
+
+    Each key contributes ``relevance x IDF(key) x link weight``, so a memory reached by several
+    specific keys ranks first. Hub keys (more than ``HUB_FANOUT`` memories) are not walked:
+    their memories would enter the fused ranking in arbitrary order (a speaker's name reaches
+    half of a conversation), and their text is already in each memory's BM25 document.
+    """
     if not routed:
         return [], {}, []
-    rows = graph.store.query("recall/key_memories", ids=list(routed), now=now)
-    fan: dict[str, int] = defaultdict(int)
-    for r in rows:
-        fan[r["key_id"]] += 1
+    fan = {r["id"]: int(r["n"]) for r in graph.store.query("key/counts", ids=list(routed), now=now)}
+    walk = [k for k in routed if 0 < fan.get(k, 0) <= HUB_FANOUT]
+    if not walk:
+        return [], {}, []
+    rows = graph.store.query("recall/key_memories", ids=walk, now=now)
+    n_docs = int(graph.lexical.stats(namespace)["docs"])
     score: dict[str, float] = defaultdict(float)
     via: dict[str, list[str]] = defaultdict(list)
     for r in rows:
-        rel = routed[r["key_id"]][0]
-        spread = 1.0 / math.log2(2 + fan[r["key_id"]])  # a hub spreads its relevance thin
-        score[r["memory_id"]] += rel * spread * (r["weight"] / LINK_INIT)
-        via[r["memory_id"]].append(r["key_id"])
-    ranked = sorted(score.items(), key=lambda kv: -kv[1])[:KEY_POOL]
+        k = r["key_id"]
+        score[r["memory_id"]] += routed[k][0] * _idf(n_docs, fan[k]) * (r["weight"] / LINK_INIT)
+        via[r["memory_id"]].append(k)
+    ranked = sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:KEY_POOL]
     return ranked, via, [(r["key_id"], r["memory_id"]) for r in rows]
 
 
+def _strength(weights: list[float]) -> float:
+    """Geometric mean of the path's link weights relative to a fresh link."""
+    ws = [w for w in weights if w is not None] or [LINK_INIT]
+    return math.prod(min(w, LINK_MAX) / LINK_INIT for w in ws) ** (1.0 / len(ws))
+
+
 def _expand(graph: MemoryGraph, cands: dict[str, Candidate], namespace: str, hops: int, now: float) -> None:
-    frontier = sorted(cands.values(), key=lambda c: -c.score)[:BEAM]
+    """Spread activation from the best memories over shared non-hub keys and RELATED_TO links.
+
+    Per hop: one statement for the frontier's keys with their fan-out, one for the memories of
+    the non-hub ones, one for explicit RELATED_TO neighbours; the walk itself is plain Python.
+    """
+    frontier = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))[:BEAM]
     for hop in range(1, hops + 1):
         ids = [c.memory_id for c in frontier]
         if not ids:
             return
-        hubs = [r["key_id"] for r in graph.store.query("recall/frontier_keys", frontier=ids, now=now)
-                if r["n"] > HUB_FANOUT] + ["__no_hub__"]  # Kuzu folds an empty list and then refuses it
-        rows = graph.store.query("recall/expand", frontier=ids, hubs=hubs, namespace=namespace, now=now)
         parent = {c.memory_id: c for c in frontier}
+        links = graph.store.query("recall/frontier_links", frontier=ids, now=now)
+        src_keys: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        walk: dict[str, int] = {}
+        for r in links:
+            if r["n"] <= HUB_FANOUT:
+                src_keys[r["src"]].append((r["key_id"], r["weight"]))
+                walk[r["key_id"]] = int(r["n"])
+        by_key: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        if walk:
+            for r in graph.store.query("recall/key_memories", ids=sorted(walk), now=now):
+                by_key[r["key_id"]].append((r["memory_id"], r["weight"]))
+        paths: list[tuple[str, str, float, list[str]]] = []
+        for src_id, keys in src_keys.items():
+            for key_id, w1 in keys:
+                # Spreading activation: a key shared by many memories passes each a thinner share.
+                share = _strength([w1]) / math.log2(1 + walk[key_id])
+                for dst, w2 in by_key.get(key_id, ()):
+                    if dst != src_id:
+                        paths.append((src_id, dst, share * _strength([w2]), [key_id]))
+        for r in graph.store.query("recall/related_many", frontier=ids, now=now):
+            paths.append((r["src"], r["dst"], _strength([r["weight"]]), []))
         reached: dict[str, Candidate] = {}
-        for r in rows:
-            src = parent.get(r["src"])
-            if src is None:
-                continue
-            weights = [w for w in r["weights"] if w is not None] or [LINK_INIT]
-            strength = math.prod(min(w, LINK_MAX) / LINK_INIT for w in weights) ** (1.0 / len(weights))
+        for src_id, dst, strength, keys_on_path in paths:
+            src = parent[src_id]
             s = src.score * (HOP_DECAY ** hop) * strength
-            dst = r["dst"]
-            keys_on_path = [v for v in r["via"] if v.startswith("k_")]
             if dst in cands and cands[dst].hops < hop and cands[dst].score >= s:
                 continue
-            best = reached.get(dst)
-            if best is None or s > best.score:
-                reached[dst] = Candidate(dst, s, hop, keys_on_path)
+            got = reached.get(dst)
+            if got is None:
+                reached[dst] = Candidate(dst, s, hop, list(keys_on_path))
+            else:  # several associations converge on one memory: their support adds up
+                got.score += s
+                got.via_keys.extend(k for k in keys_on_path if k not in got.via_keys)
         for mid, c in reached.items():
             old = cands.get(mid)
             if old is None:
                 cands[mid] = c
             else:
                 old.score += c.score * 0.5  # already found directly: the association adds support
-        frontier = sorted(reached.values(), key=lambda c: -c.score)[:BEAM]
+        frontier = sorted(reached.values(), key=lambda c: (-c.score, c.memory_id))[:BEAM]
 
 
 def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool = True) -> DirectResult:
@@ -126,13 +190,17 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
     explain = bool(args.get("explain", False))
     now = graph.now()
 
-    qvec = graph.embed([query])[0]
+    phrases = query_phrases(query)
+    vecs = graph.embed([query, *phrases])
+    qvec = vecs[0]
     lex = graph.lexical.search(query, LEXICAL_POOL, ns)
     routed = route_keys(graph, query, qvec, ns, 10)
-    keyed, via, seen_links = _key_path(graph, routed, now)
+    _route_phrases(graph, routed, vecs[1:], ns)
+    keyed, via, seen_links = _key_path(graph, routed, ns, now)
     cands = _fuse(lex, keyed)
     for mid, keys in via.items():
-        cands[mid].via_keys = keys
+        if mid in cands:  # the key path keeps only its best KEY_POOL memories
+            cands[mid].via_keys = keys
     rows = _rows(graph, list(cands))
     for mid in list(cands):
         if mid not in rows:
@@ -149,7 +217,7 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
             else:
                 del cands[mid]
 
-    ranked = sorted(cands.values(), key=lambda c: -c.score)
+    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))
     kind = "rrf_fused_rank"
     reranker = graph.reranker() if use_rerank else None
     rejected = False

@@ -57,6 +57,17 @@ class KeyResolver:
         self.now = now
         self._pending: dict[str, ResolvedKey] = {}
         self._pending_vecs: dict[str, list[tuple[str, np.ndarray]]] = {}
+        self._known: dict[str, dict[str, Any] | None] = {}  # name id -> key row (None: absent), see prefetch
+
+    def prefetch(self, keys: list[tuple[str, str]]) -> None:
+        """Look up many ``(text, namespace)`` keys by name in one statement (a batch's keys)."""
+        nids = list(dict.fromkeys(name_id(ns, normalize_text(text)) for text, ns in keys))
+        if not nids:
+            return
+        for nid in nids:
+            self._known.setdefault(nid, None)
+        for r in self.tx.run("key/by_names", ids=nids):
+            self._known[r["name_id"]] = r["k"]
 
     def resolve(self, text: str, key_type: str, namespace: str) -> ResolvedKey:
         norm = normalize_text(text)
@@ -64,7 +75,11 @@ class KeyResolver:
         hit = self._pending.get(nid)
         if hit is not None:
             return hit
-        rows = self.tx.run("key/by_name", id=nid)
+        if nid in self._known:
+            k = self._known[nid]
+            rows = [{"k": k}] if k is not None else []
+        else:
+            rows = self.tx.run("key/by_name", id=nid)
         if rows:
             k = rows[0]["k"]
             found = ResolvedKey(k["id"], k["text"], k["key_type"], False)
@@ -144,7 +159,8 @@ def key_views(
     aliases: dict[str, list[str]] = {}
     for a in graph.store.query("key/aliases", ids=ids):
         aliases.setdefault(a["key_id"], []).append(a["text"])
-    total = graph.store.query("key/namespace_size", namespace=namespace, now=now)[0]["n"]
+    # the lexical index holds exactly the namespace's active memories (kept in step after each commit)
+    total = int(graph.lexical.stats(namespace)["docs"])
     hub_min = graph.settings.key_hub_min_links
     out = []
     for r in rows:

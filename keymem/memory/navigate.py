@@ -8,13 +8,16 @@ the path actually taken). It never touches depth, confirmation or freshness.
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from keymem.errors import NotFound
 from keymem.memory import validate
 from keymem.memory.keys import key_views
-from keymem.memory.lexical import capped
-from keymem.memory.validity import depth_stage, iso, rank_factor, validity
+from keymem.memory.validity import DAY, depth_stage, iso, validity
 from keymem.memory.views import BrowseResult, KeyLinkRef, KeyMemory, MemoryView, ReadKeyResult
 from keymem.memory.write import LINK_MAX, LINK_MIN, get_memory
 
@@ -22,6 +25,8 @@ if TYPE_CHECKING:
     from keymem.memory.graph import MemoryGraph
 
 PREVIEW_CHARS = 160
+EXACT_LEXICAL = 2000
+LEXICAL_WINDOW = 1000
 HEBBIAN_STEP = 0.1
 
 
@@ -41,30 +46,54 @@ def get_key(graph: MemoryGraph, key_id: Any, namespace: Any = None) -> dict[str,
     return k
 
 
-def rank_in_key(graph: MemoryGraph, key_id: str, query: str | None, now: float) -> list[tuple[dict[str, Any], float, float, str]]:
-    """Every visible memory of a key with (row, score, link weight, score kind), best first.
+@dataclass
+class Ranked:
+    """One memory of a key with its rank score (content is fetched only for what is shown)."""
 
-    Link weight, depth and freshness always count; with a query, lexical relevance
-    (or the cross-encoder when one is loaded and ``use_reranker``) leads.
+    memory_id: str
+    score: float
+    link_weight: float
+    kind: str
+
+
+def rank_in_key(graph: MemoryGraph, key_id: str, namespace: str, query: str | None, now: float) -> list[Ranked]:
+    """Every visible memory of a key, best first.
+
+    Link weight, depth and freshness always count; with a query, capped lexical relevance
+    leads. Scoring is vectorised over one row of parallel lists, so a hub key with
+    thousands of memories costs milliseconds. For keys larger than ``EXACT_LEXICAL`` the
+    lexical part comes from the namespace's top BM25 hits instead of scoring each memory.
     """
-    rows = graph.store.query("key/memories", key_id=key_id, now=now)
-    if not rows:
+    cols = graph.store.query("key/memory_columns", key_id=key_id, now=now)[0]
+    ids: list[str] = cols["ids"]
+    if not ids:
         return []
-    lex: dict[str, float] = {}
+    weights = np.asarray(cols["weights"], dtype=np.float64)
+    depth = np.clip(np.asarray(cols["depths"], dtype=np.float64), 0.0, 1.0)
+    age_days = np.maximum(0.0, now - np.asarray(cols["confirmed"], dtype=np.float64)) / DAY
+    half = np.asarray([graph.settings.half_life_days(p) or math.inf for p in cols["profiles"]], dtype=np.float64)
+    fresh = np.power(0.5, age_days / half)
+    base = (weights / LINK_MAX) * (1.0 + 0.25 * depth) * (0.2 + 0.8 * fresh)
+    kind = "link_weight"
+    score = base
     if query:
-        lex = graph.lexical.score_docs(query, [r["m"]["id"] for r in rows])
-    ranked = []
-    for r in rows:
-        m, w = r["m"], r["weight"]
-        base = (w / LINK_MAX) * rank_factor(m, graph.settings, now)
-        if query:
-            rel = capped(lex.get(m["id"], 0.0))
-            score, kind = (0.25 + rel) * base, "content_relevance"
+        if len(ids) <= EXACT_LEXICAL:
+            lex = graph.lexical.score_docs(query, ids)
         else:
-            score, kind = base, "link_weight"
-        ranked.append((m, score, w, kind))
-    ranked.sort(key=lambda t: (-t[1], -t[0]["created_at"]))
-    return ranked
+            lex = dict(graph.lexical.search(query, LEXICAL_WINDOW, namespace))
+        raw = np.asarray([lex.get(i, 0.0) for i in ids], dtype=np.float64)
+        score = (0.25 + raw / (1.0 + raw)) * base
+        kind = "content_relevance"
+    created = np.asarray(cols["created"], dtype=np.float64)
+    order = np.lexsort((-created, -score))
+    return [Ranked(ids[i], float(score[i]), float(weights[i]), kind) for i in order.tolist()]
+
+
+def fetch(graph: MemoryGraph, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Full memory rows for the few ids about to be shown."""
+    if not ids:
+        return {}
+    return {r["m"]["id"]: r["m"] for r in graph.store.query("memory/get_many", ids=ids)}
 
 
 def read_key(graph: MemoryGraph, args: dict[str, Any]) -> ReadKeyResult:
@@ -75,17 +104,18 @@ def read_key(graph: MemoryGraph, args: dict[str, Any]) -> ReadKeyResult:
     limit = validate.count(args.get("limit"), "limit", default=10, lo=1, hi=100)
     offset = validate.count(args.get("offset"), "offset", default=0, lo=0, hi=1_000_000)
     now = graph.now()
-    ranked = rank_in_key(graph, k["id"], query, now)
+    ranked = rank_in_key(graph, k["id"], k["namespace"], query, now)
     page = ranked[offset : offset + limit]
-    counts = {k["id"]: len(ranked)}
-    view = key_views(graph, [k], k["namespace"], now, counts=counts)[0]
+    rows = fetch(graph, [r.memory_id for r in page])
+    view = key_views(graph, [k], k["namespace"], now, counts={k["id"]: len(ranked)})[0]
     memories = [
         KeyMemory(
-            memory_id=m["id"], preview=preview(m["content"]), within_key_rank=offset + i + 1,
-            score=round(score, 4), score_kind=kind, link_weight=round(w, 4),
-            validity=validity(m, graph.settings, now),
+            memory_id=r.memory_id, preview=preview(rows[r.memory_id]["content"]), within_key_rank=offset + i + 1,
+            score=round(r.score, 4), score_kind=r.kind, link_weight=round(r.link_weight, 4),
+            validity=validity(rows[r.memory_id], graph.settings, now),
         )
-        for i, (m, score, w, kind) in enumerate(page)
+        for i, r in enumerate(page)
+        if r.memory_id in rows
     ]
     return ReadKeyResult(key=view, memories=memories, total=len(ranked), offset=offset, limit=limit)
 

@@ -14,7 +14,7 @@ import numpy as np
 from keymem.memory import validate
 from keymem.memory.keys import key_views, name_id
 from keymem.memory.lexical import capped
-from keymem.memory.navigate import rank_in_key
+from keymem.memory.navigate import fetch, rank_in_key
 from keymem.memory.tokenize import literal_tokens
 from keymem.memory.validity import validity
 from keymem.memory.views import KeyRef, MemoryPreview, RecallResult
@@ -76,32 +76,38 @@ def recall(graph: MemoryGraph, args: dict[str, Any]) -> RecallResult:
     memory = None
     if views:
         graph.autokey.note_route(query, qvec, [v.key_id for v in views])
-        memory = top_memory(graph, views[0].key_id, views[0].key, context or query, now)
+        memory = top_memory(graph, views[0].key_id, views[0].key, ns, context or query, now)
     result = RecallResult(keys=views, memory=memory)
     if explain:
         result.namespaces = {ns: len(views)}
     return result
 
 
-def top_memory(graph: MemoryGraph, key_id: str, key_text: str, text: str, now: float) -> MemoryPreview | None:
+def top_memory(graph: MemoryGraph, key_id: str, key_text: str, namespace: str, text: str, now: float,
+               ) -> MemoryPreview | None:
     """The best memory inside one key for the raw context: cross-encoder when loaded, else lexical."""
-    ranked = rank_in_key(graph, key_id, text, now)
+    ranked = rank_in_key(graph, key_id, namespace, text, now)
     if not ranked:
         return None
-    pool = ranked[: graph.settings.rerank_pool]
-    best, score, kind = pool[0][0], pool[0][1], pool[0][3]
     reranker = graph.reranker()
+    pool = ranked[: graph.settings.rerank_pool] if reranker is not None else ranked[:1]
+    rows = fetch(graph, [r.memory_id for r in pool])
+    pool = [r for r in pool if r.memory_id in rows]
+    if not pool:
+        return None
+    best, score, kind = pool[0].memory_id, pool[0].score, pool[0].kind
     if reranker is not None and len(pool) > 1:
-        logits = reranker.score(text, [m["content"] for m, *_ in pool])
+        logits = reranker.score(text, [rows[r.memory_id]["content"] for r in pool])
         i = int(np.argmax(logits))
-        best, score, kind = pool[i][0], float(logits[i]), "cross_encoder_logit"
+        best, score, kind = pool[i].memory_id, float(logits[i]), "cross_encoder_logit"
+    m = rows[best]
     connected = [
         KeyRef(key_id=r["key_id"], key=r["key"])
-        for r in graph.store.query("memory/keys", id=best["id"])
+        for r in graph.store.query("memory/keys", id=best)
         if r["key_id"] != key_id
     ]
     return MemoryPreview(
-        memory_id=best["id"], content=best["content"], matched_key=KeyRef(key_id=key_id, key=key_text),
-        score=round(score, 4), score_kind=kind, validity=validity(best, graph.settings, now),
+        memory_id=best, content=m["content"], matched_key=KeyRef(key_id=key_id, key=key_text),
+        score=round(score, 4), score_kind=kind, validity=validity(m, graph.settings, now),
         connected_keys=connected,
     )

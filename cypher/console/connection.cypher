@@ -1,0 +1,1 @@
+CALL show_connection('{{table}}') RETURN *

@@ -1,0 +1,1 @@
+CALL show_functions() RETURN DISTINCT name ORDER BY name

@@ -1,0 +1,1 @@
+CALL show_tables() RETURN name, type ORDER BY name

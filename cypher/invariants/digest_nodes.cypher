@@ -1,0 +1,2 @@
+// Every node of the graph's tables with its properties, in a stable order (store digests).
+MATCH (n) WHERE label(n) <> 'KeyVec' RETURN label(n) AS label, n ORDER BY label, n.id, n.name

@@ -1,0 +1,2 @@
+// Every relationship with its properties, in a stable order (store digests).
+MATCH (a)-[r]->(b) RETURN label(r) AS label, a.id AS src, b.id AS dst, r ORDER BY label, src, dst

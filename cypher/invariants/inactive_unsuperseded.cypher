@@ -1,0 +1,2 @@
+// Only correct() deactivates a memory, and it always records the successor.
+MATCH (m:Memory) WHERE NOT m.active AND m.superseded_by IS NULL RETURN m.id AS id

@@ -1,0 +1,3 @@
+// Every key is found by its own normalised name.
+MATCH (k:Key) WHERE NOT EXISTS { MATCH (n:KeyName) WHERE n.id = k.namespace + $sep + k.norm AND n.key_id = k.id }
+RETURN k.id AS id

@@ -1,0 +1,2 @@
+// Every concept key has its KeyVec row.
+MATCH (k:Key) WHERE k.key_type = 'concept' AND NOT EXISTS { MATCH (v:KeyVec) WHERE v.id = k.id } RETURN k.id AS id

@@ -1,0 +1,2 @@
+// A LINKS edge never crosses namespaces.
+MATCH (k:Key)-[:LINKS]->(m:Memory) WHERE k.namespace <> m.namespace RETURN k.id AS key_id, m.id AS memory_id

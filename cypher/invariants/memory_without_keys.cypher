@@ -1,0 +1,2 @@
+// Every memory (active or superseded) hangs off at least one key.
+MATCH (m:Memory) WHERE NOT EXISTS { MATCH (:Key)-[:LINKS]->(m) } RETURN m.id AS id

@@ -1,0 +1,2 @@
+// ... and only one.
+MATCH (n:MemoryNorm) WITH n.memory_id AS id, count(*) AS n WHERE n > 1 RETURN id, n

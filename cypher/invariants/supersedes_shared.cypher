@@ -1,0 +1,3 @@
+// Two versions never supersede the same memory.
+MATCH (m:Memory) WHERE m.supersedes IS NOT NULL WITH m.supersedes AS target, count(*) AS n WHERE n > 1
+RETURN target, n

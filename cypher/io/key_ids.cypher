@@ -1,0 +1,1 @@
+MATCH (k:Key) WHERE k.id IN $ids RETURN k.id AS id
