@@ -237,7 +237,7 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
     if not rejected and graph.settings.task_evidence_selection:
         picks = select_evidence(graph, query, ranked, picks, rows, top_k)
     if reinforce and not rejected:
-        _hebbian(graph, ranked[:top_k], routed, seen_links)
+        _hebbian(graph, ranked[:top_k], ranked[: graph.settings.rerank_pool], seen_links)
     hits = [
         DirectHit(
             memory_id=c.memory_id, content=rows[c.memory_id]["content"], namespace=ns,
@@ -260,18 +260,25 @@ def _rows(graph: MemoryGraph, ids: list[str]) -> dict[str, dict[str, Any]]:
             if r["m"]["active"] and not graph.expired(r["m"])}
 
 
-def _hebbian(graph: MemoryGraph, used: list[Candidate], routed: dict[str, tuple[float, str]],
+def _hebbian(graph: MemoryGraph, used: list[Candidate], explored: list[Candidate],
              seen_links: list[tuple[str, str]]) -> None:
-    """Strengthen routed-key links to what was returned; let explored-but-unused ones fade."""
+    """Strengthen routed-key links to what was returned; let explored-but-unused ones fade.
+
+    "Explored" is the ranked pool the engine actually weighed (the rerank pool), not every
+    link of a hub key, so one recall writes a bounded number of edges.
+    """
     if not seen_links:
         return
     returned = {c.memory_id for c in used}
+    weighed = {c.memory_id for c in explored}
     adjust = []
     for key_id, mid in seen_links:
         if mid in returned:
             adjust.append({"key_id": key_id, "memory_id": mid, "factor": 1.0, "delta": REINFORCE_STEP})
-        else:
+        elif mid in weighed:
             adjust.append({"key_id": key_id, "memory_id": mid, "factor": DECAY_FACTOR, "delta": 0.0})
+    if not adjust:
+        return
     with graph.store.write() as tx:
         tx.run("link/adjust_many", rows=adjust, lo=LINK_MIN, hi=LINK_MAX)
 
