@@ -147,6 +147,10 @@ class Store:
                 self._all_conns.append(conn)
         return conn
 
+    def connection(self) -> Connection:
+        """This thread's connection (a console's read-only transaction must live on it)."""
+        return self._conn()
+
     def query(self, statement: str, /, **params: Any) -> list[Row]:
         """Run a read statement from cypher/ on this thread's connection."""
         return self._conn().run(statement, params)

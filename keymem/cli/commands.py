@@ -1,0 +1,336 @@
+"""The CLI's store commands: stats, doctor, models download, export, import, snapshot, viz.
+
+Each runs its graph-side part through the daemon when one answers, else on the store opened
+here (:class:`keymem.cli.common.Target`). Imports of kuzu, numpy and the models happen
+inside the commands so that ``keymem --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from keymem.cli.common import Target, fail, human_bytes, progress_bar, settings_or_exit
+
+models_app = typer.Typer(help="Embedding and reranker model files.", no_args_is_help=True, add_completion=False)
+
+
+def _echo_json(data: Any) -> None:
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+# -- stats ---------------------------------------------------------------------------------------
+
+
+def stats(
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Hubs of this namespace only")] = None,
+    hubs: Annotated[int, typer.Option("--hubs", help="How many top keys to list", min=0, max=1000)] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Counts, hubs, namespaces, store size, embedding model and fingerprint."""
+    settings = settings_or_exit()
+    with Target(settings, need="store") as target:
+        data = target.call("stats", {"namespace": namespace, "hubs": hubs})
+        data["served_by"] = "daemon" if target.via_daemon else "direct"
+    if as_json:
+        _echo_json(data)
+        return
+    c = data["counts"]
+    typer.echo(f"store       {data['store']['path']} ({human_bytes(data['store']['bytes'])}, via {data['served_by']})")
+    typer.echo(f"keys        {c['keys']}  (aliases {c['aliases']}, pending aliases {c['pending_aliases']})")
+    typer.echo(f"memories    {c['memories']} active  (+{c['superseded']} superseded versions)")
+    typer.echo(f"links       {c['links']} key-memory, {c['related']} memory-memory")
+    m = data["model"]
+    typer.echo(f"model       {m['stored_fingerprint'] or '(none yet)'}  dim {m['dim'] or '-'}"
+               + (f"  loaded {m['loaded']}" if m.get("loaded") else ""))
+    sch = data["schema"]
+    typer.echo(f"schema      {', '.join(sch['applied']) or '(none)'}")
+    typer.echo("namespaces  " + (", ".join(f"{r['namespace']} ({r['n']})" for r in data["namespaces"]) or "(none)"))
+    if data["hubs"]:
+        typer.echo(f"top keys    (hub = {data['hub_min_links']}+ active memories)")
+        for h in data["hubs"]:
+            mark = "  HUB" if h["hub"] else ""
+            typer.echo(f"  {h['n']:>5}  {h['text']}  [{h['key_type']}, {h['namespace']}]{mark}")
+
+
+# -- doctor --------------------------------------------------------------------------------------
+
+
+def doctor(
+    check: Annotated[bool, typer.Option("--check", help="Also run the store's invariant checker")] = False,
+) -> None:
+    """Configuration (and where each value came from), model files, daemon, store and schema; exit 1 on a problem."""
+    from keymem.settings import VARS, SettingsError, load_settings
+
+    problems: list[tuple[str, str]] = []
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        raise fail(str(exc), fix="correct or unset that variable") from None
+    typer.echo("configuration:")
+    for name, var in VARS.items():
+        value = getattr(settings, name)
+        if name == "openai_api_key" and value:
+            value = "set (hidden)"
+        typer.echo(f"  {var.env:<32} {value!s:<28} ({settings.sources.get(name, 'default')})")
+
+    typer.echo("models:")
+    problems += _doctor_models(settings)
+    typer.echo("daemon:")
+    from keymem.server.client import status
+
+    info = status(settings) if settings.daemon == "auto" else None
+    if info is None:
+        typer.echo("  not running" + (" (KEYMEM_DAEMON=off)" if settings.daemon == "off" else ""))
+    else:
+        typer.echo(f"  pid {info.get('pid')}, state {info.get('state')}, {info.get('clients')} client(s), "
+                   f"embedding {info.get('embedding')}")
+        if info.get("state") == "failed":
+            problems.append((f"the daemon could not open the store or models: {info.get('error')}",
+                             f"fix the cause, then `keymem daemon --stop`; see {settings.log_path}"))
+    typer.echo("store:")
+    problems += _doctor_store(settings, daemon_running=info is not None)
+    if check:
+        typer.echo("invariants:")
+        with Target(settings, need="graph") as target:
+            found = target.call("check")
+        for p in found:
+            typer.echo(f"  PROBLEM {p}")
+        if found:
+            problems.append((f"{len(found)} invariant(s) broken",
+                             "export what is readable (`keymem export`), restore a backup from "
+                             f"{settings.db_path.parent / 'backups'}, or import the export into a fresh data dir"))
+        else:
+            typer.echo("  all invariants hold")
+    if problems:
+        typer.echo(f"\n{len(problems)} problem(s):", err=True)
+        for what, fix in problems:
+            typer.echo(f"  - {what}\n    fix: {fix}", err=True)
+        raise typer.Exit(1)
+    typer.echo("\nno problems found")
+
+
+def _doctor_models(settings: Any) -> list[tuple[str, str]]:
+    from keymem.models.download import is_complete, missing_files
+    from keymem.models.profiles import RERANKER, find_model
+
+    problems: list[tuple[str, str]] = []
+    if settings.backend == "openai":
+        typer.echo(f"  embedding: OpenAI {settings.openai_embedding_model}")
+        if not settings.openai_api_key:
+            problems.append(("EMBEDDING_BACKEND=openai but OPENAI_API_KEY is not set",
+                             "set OPENAI_API_KEY, or EMBEDDING_BACKEND=local"))
+    else:
+        profile = find_model(settings.local_embedding_model)
+        model_dir = settings.local_embedding_model_path or (
+            settings.models_dir / (profile.name if profile else settings.local_embedding_model))
+        if profile is None and settings.local_embedding_model_path is None:
+            problems.append((f"LOCAL_EMBEDDING_MODEL={settings.local_embedding_model!r} is not a known model",
+                             "use a known name or point LOCAL_EMBEDDING_MODEL_PATH at a model directory"))
+        elif profile is None:
+            ok = (model_dir / settings.local_embedding_model_file).is_file() and (model_dir / "tokenizer.json").is_file()
+            typer.echo(f"  embedding: {model_dir} ({'present' if ok else 'MISSING FILES'})")
+            if not ok:
+                problems.append((f"{model_dir} lacks {settings.local_embedding_model_file} or tokenizer.json",
+                                 "put the model files there, or unset LOCAL_EMBEDDING_MODEL_PATH"))
+        else:
+            ok = is_complete(profile.files(), model_dir) or (
+                settings.local_embedding_model_file != "model.onnx"
+                and (model_dir / settings.local_embedding_model_file).is_file())
+            missing = ", ".join(f.local_name for f in missing_files(profile.files(), model_dir) if f.required)
+            typer.echo(f"  embedding: {profile.name} in {model_dir} ({'present' if ok else 'missing ' + missing})")
+            if not ok:
+                problems.append((f"the embedding model files are missing ({missing})",
+                                 "run `keymem models download` (or they download on first use)"))
+    if settings.rerank:
+        rdir = settings.rerank_model_path or settings.models_dir / "reranker"
+        ok = is_complete(RERANKER.files(), rdir)
+        typer.echo(f"  reranker: {RERANKER.name} in {rdir} ({'present' if ok else 'missing'})")
+        if not ok and settings.rerank_model_path is not None:
+            problems.append((f"KEYMEM_RERANK_MODEL_PATH={rdir} is not a complete reranker directory",
+                             "point it at a directory with the reranker files, or unset it"))
+        elif not ok:
+            typer.echo("    (downloaded on first use; `keymem models download` fetches it now)")
+    else:
+        typer.echo("  reranker: disabled (KEYMEM_RERANK=false)")
+    return problems
+
+
+def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str]]:
+    from keymem.errors import KeymemError
+    from keymem.store import migrations
+
+    problems: list[tuple[str, str]] = []
+    path = settings.db_path
+    if not path.exists():
+        typer.echo(f"  {path}: not created yet (created on first use)")
+        return problems
+    if daemon_running:
+        target = Target(settings, need="store")
+        try:
+            data = target.call("stats", {"hubs": 0})
+        finally:
+            target.close()
+        applied, available = data["schema"]["applied"], data["schema"]["available"]
+        typer.echo(f"  {path}: opened by the daemon, {human_bytes(data['store']['bytes'])}")
+    else:
+        from keymem.store.db import Store
+
+        try:
+            store = Store(path, buffer_pool_mb=64, read_only=True)
+        except KeymemError as exc:
+            typer.echo(f"  {path}: CANNOT OPEN")
+            return [(str(exc), "see the message above")]
+        try:
+            try:
+                applied = migrations.applied(store)
+            except RuntimeError:
+                applied = []
+            available = migrations.available()
+            typer.echo(f"  {path}: opens cleanly, {human_bytes(store.size_bytes())}")
+        finally:
+            store.close()
+    pending = [s for s in available if s not in applied and s != "000_migrations"]
+    typer.echo(f"  schema: {applied[-1] if applied else '(none)'}"
+               + (f", pending {', '.join(pending)}" if pending else " (up to date)"))
+    newer = [s for s in applied if s not in available]
+    if newer:
+        problems.append((f"the store has schema steps this keymem does not know ({', '.join(newer)})",
+                         "upgrade keymem (the store was written by a newer version)"))
+    backups = sorted((path.parent / "backups").glob("*.bak.*"))
+    if backups:
+        typer.echo(f"  backups: {len(backups)}, newest {backups[-1].name}")
+    return problems
+
+
+# -- models ----------------------------------------------------------------------------------------
+
+
+@models_app.command("download")
+def models_download(
+    reranker: Annotated[bool, typer.Option("--reranker/--no-reranker",
+                                           help="Also fetch the reranker (default: when KEYMEM_RERANK is on)")] = True,
+    endpoint: Annotated[str | None, typer.Option("--endpoint", help="Hub URL (default: HF_ENDPOINT or huggingface.co)",
+                                                 hidden=True)] = None,
+) -> None:
+    """Fetch the configured embedding model and the reranker ahead of time (only missing files)."""
+    from keymem.errors import ModelError
+    from keymem.models.download import ensure_model, ensure_reranker
+    from keymem.models.profiles import find_model
+
+    settings = settings_or_exit()
+    progress = sys.stderr.isatty()
+    try:
+        if settings.backend == "openai":
+            typer.echo(f"embedding: OpenAI {settings.openai_embedding_model} (nothing to download)")
+        else:
+            profile = find_model(settings.local_embedding_model)
+            if profile is None:
+                raise fail(f"LOCAL_EMBEDDING_MODEL={settings.local_embedding_model!r} is not a known model",
+                           fix="use a known model name, or provide the files with LOCAL_EMBEDDING_MODEL_PATH")
+            dest = settings.local_embedding_model_path or settings.models_dir / profile.name
+            ensure_model(profile, dest, endpoint=endpoint, progress=progress)
+            typer.echo(f"embedding: {profile.name} ready in {dest}")
+        if reranker and settings.rerank:
+            rdir = settings.rerank_model_path or settings.models_dir / "reranker"
+            ensure_reranker(rdir, endpoint=endpoint, progress=progress)
+            typer.echo(f"reranker: ready in {rdir}")
+        elif reranker:
+            typer.echo("reranker: skipped (KEYMEM_RERANK=false)")
+    except ModelError as exc:
+        raise fail(str(exc)) from None
+
+
+# -- export / import / snapshot ---------------------------------------------------------------------
+
+
+def export(
+    file: Annotated[Path, typer.Argument(help="Output file (.jsonl); - for stdout", dir_okay=False)],
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Only this namespace")] = None,
+) -> None:
+    """Export keys, aliases, memories with their version chains, and links as JSON Lines (no vectors)."""
+    settings = settings_or_exit()
+    with Target(settings, need="store") as target:
+        lines = target.call("export", {"namespace": namespace})["lines"]
+    text = "".join(line + "\n" for line in lines)
+    if str(file) == "-":
+        sys.stdout.write(text)
+        return
+    tmp = file.with_name(file.name + ".part")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, file)
+    typer.echo(f"exported {len(lines) - 1} records to {file}", err=True)
+
+
+def import_(
+    file: Annotated[Path, typer.Argument(help="A file written by `keymem export`; - for stdin", dir_okay=False)],
+) -> None:
+    """Import an export file: every line is validated first; records already present are skipped."""
+    from keymem.memory import io
+
+    settings = settings_or_exit()
+    try:
+        text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"cannot read {file}: {exc}") from None
+    try:
+        plan = io.parse_lines(text.splitlines(), max_content_chars=settings.max_content_chars)
+    except io.ImportError_ as exc:
+        raise fail(f"{file}: {exc}; nothing was imported") from None
+    with Target(settings, need="graph") as target:
+        if target.via_daemon:
+            if sys.stderr.isatty():
+                typer.echo(f"importing {plan.size} records through the daemon...", err=True)
+            report = target.call("import_records", {"plan": plan.dump()})
+        else:
+            from keymem.errors import KeymemError
+
+            graph = target.open_local()
+            with progress_bar() as bar:
+                try:
+                    report = io.import_plan(graph, plan, bar)
+                except KeymemError as exc:
+                    raise fail(str(exc)) from None
+    typer.echo(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report.items()))
+
+
+def snapshot(
+    directory: Annotated[Path, typer.Argument(help="Directory to write keymem.kuzu into", file_okay=False)],
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing snapshot")] = False,
+) -> None:
+    """A consistent copy of the store that Kuzu Explorer (or any Kuzu 0.11.3) can open."""
+    settings = settings_or_exit()
+    directory = directory.expanduser().absolute()
+    directory.mkdir(parents=True, exist_ok=True)
+    with Target(settings, need="store", write=True) as target:
+        out = target.call("snapshot", {"dest": str(directory), "force": force})
+    typer.echo(f"snapshot written: {out['path']} ({human_bytes(out['bytes'])})")
+    typer.echo(f"open it with: docker run --rm -p 8000:8000 -v {directory}:/database "
+               "-e KUZU_FILE=keymem.kuzu -e MODE=READ_ONLY kuzudb/explorer:0.11.3")
+
+
+# -- viz -----------------------------------------------------------------------------------------
+
+
+def viz(
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Only this namespace")] = None,
+    key: Annotated[str | None, typer.Option("--key", "-k", help="Centre the view on this key (text, alias or id)")] = None,
+    hops: Annotated[int, typer.Option("--hops", help="Key-memory-key steps out from --key", min=1, max=5)] = 2,
+    limit: Annotated[int, typer.Option("--limit", help="Most memories shown", min=1, max=5000)] = 300,
+    output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write", dir_okay=False)] = Path(
+        "keymem-graph.html"),
+) -> None:
+    """A self-contained HTML view of a graph neighbourhood (keys, memories, link weights, hubs, stale)."""
+    from keymem.cli.viz import render_html
+
+    settings = settings_or_exit()
+    with Target(settings, need="store") as target:
+        data = target.call("viz_data", {"namespace": namespace, "key": key, "hops": hops, "limit": limit})
+    output.write_text(render_html(data), encoding="utf-8")
+    n_keys = sum(1 for n in data["nodes"] if n["kind"] == "key")
+    typer.echo(f"wrote {output}: {n_keys} keys, {len(data['nodes']) - n_keys} memories, {len(data['edges'])} edges")

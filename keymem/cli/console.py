@@ -1,0 +1,462 @@
+"""``keymem cypher``: a Cypher console on the store (interactive, ``-c`` one shot, ``-f`` script).
+
+Read-only by default: each statement runs inside a Kuzu read-only transaction (Kuzu refuses
+CREATE/SET/DELETE/MERGE/DROP/ALTER/COPY FROM there), and statements that write files or
+change the session (COPY ... TO, EXPORT, ATTACH, INSTALL, ...) are refused before they run.
+``--write`` / ``:write on`` runs statements as they are, holding keymem's writer; such edits
+bypass keymem's invariants (key vectors, the BM25 index, version chains).
+
+Uses GNU readline (stdlib) for editing, persistent history and completion.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import shutil
+import sys
+import unicodedata
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from keymem.cli.common import Target, fail, settings_or_exit
+
+if TYPE_CHECKING:
+    from keymem.settings import Settings
+
+FORMATS = ("table", "json", "csv")
+HISTORY_FILE = "cypher_history"
+WRITE_WARNING = (
+    "warning: write mode - statements change the store directly and bypass keymem's invariants "
+    "(key vectors, the BM25 index, version chains, name lookups). Run `keymem doctor --check` afterwards; "
+    "through the daemon, restart it (`keymem daemon --stop`) so its caches reload."
+)
+KEYWORDS = (
+    "MATCH", "OPTIONAL", "WHERE", "RETURN", "WITH", "UNWIND", "ORDER", "BY", "LIMIT", "SKIP", "DISTINCT", "AS",
+    "AND", "OR", "NOT", "XOR", "IN", "IS", "NULL", "TRUE", "FALSE", "CASE", "WHEN", "THEN", "ELSE", "END",
+    "CALL", "YIELD", "UNION", "ALL", "EXISTS", "COUNT", "ASC", "DESC", "STARTS", "ENDS", "CONTAINS",
+    "CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "ALTER", "COPY", "EXPLAIN", "PROFILE",
+)
+META_HELP = """\
+Statements end with ';' and may span several lines. Commands:
+  :tables            node and rel tables
+  :schema [TABLE]    tables with their properties (and a rel's endpoints)
+  :explain QUERY     Kuzu's plan for QUERY
+  :format table|json|csv
+  :write on|off      allow statements that change the store (bypasses keymem's invariants)
+  :timing on|off     show the time of each statement
+  :help              this text
+  :quit              leave (or Ctrl-D)"""
+
+
+# -- statements -----------------------------------------------------------------------------------
+
+
+def split_statements(text: str) -> tuple[list[tuple[str, int]], str]:
+    """Complete statements (each with its 1-based start line) and the unfinished rest.
+
+    ``;`` inside strings, backquoted names and comments does not end a statement.
+    """
+    out: list[tuple[str, int]] = []
+    start, line, start_line = 0, 1, 1
+    i, n = 0, len(text)
+    quote: str | None = None
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == "\\" and quote != "`":
+                i += 2
+                continue
+            if ch == quote:
+                quote = None
+        elif ch in "'\"`":
+            quote = ch
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            line += text.count("\n", i, n if j < 0 else j)
+            i = n if j < 0 else j + 2
+            continue
+        elif ch == ";":
+            stmt = text[start:i].strip()
+            if _has_code(stmt):
+                out.append((stmt, start_line + _leading_lines(text[start:i])))
+            start, start_line = i + 1, line
+        if ch == "\n":
+            line += 1
+        i += 1
+    return out, text[start:]
+
+
+def _leading_lines(chunk: str) -> int:
+    """Lines before the first non-blank character (so a statement's line is where it starts)."""
+    stripped = chunk.lstrip()
+    return chunk[: len(chunk) - len(stripped)].count("\n")
+
+
+def _has_code(text: str) -> bool:
+    """False for text that holds only whitespace and comments."""
+    return bool(_strip_comments(text).strip())
+
+
+def _strip_comments(text: str) -> str:
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+# -- rendering ----------------------------------------------------------------------------------
+
+
+def cell_text(value: Any) -> str:
+    """One value as compact text: nodes as (:Label {..}), rels as [:LABEL {..}]."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value.replace("\r", "").replace("\n", "\\n")
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, dict):
+        props = ", ".join(f"{k}: {_inner(v)}" for k, v in value.items()
+                          if not k.startswith("_") and v is not None)
+        if "_label" in value and "_src" in value:
+            return f"[:{value['_label']} {{{props}}}]"
+        if "_label" in value:
+            return f"(:{value['_label']} {{{props}}})"
+        return "{" + props + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_inner(v) for v in value) + "]"
+    return str(value)
+
+
+def _inner(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return cell_text(value)
+
+
+def disp_width(text: str) -> int:
+    """Terminal columns taken by ``text`` (CJK wide characters count two)."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1 for c in text)
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` columns (with an ellipsis) and padded to exactly ``width``."""
+    if disp_width(text) > width:
+        out, used = [], 0
+        for c in text:
+            w = disp_width(c)
+            if used + w > width - 1:
+                break
+            out.append(c)
+            used += w
+        text = "".join(out) + "…"
+    return text + " " * (width - disp_width(text))
+
+
+def render_table(columns: list[str], rows: list[list[Any]], width: int) -> str:
+    """A box table that fits ``width`` columns: the widest columns shrink first."""
+    if not columns:
+        return ""
+    cells = [[cell_text(v) for v in row] for row in rows]
+    widths = [max([disp_width(c)] + [disp_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    widths = [max(1, w) for w in widths]
+    frame = 3 * len(columns) + 1
+    while sum(widths) + frame > width and max(widths) > 3:
+        widest = widths.index(max(widths))
+        widths[widest] -= 1
+    sep = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    lines = [sep, "| " + " | ".join(fit(c, w) for c, w in zip(columns, widths, strict=True)) + " |", sep]
+    for r in cells:
+        lines.append("| " + " | ".join(fit(c, w) for c, w in zip(r, widths, strict=True)) + " |")
+    lines.append(sep)
+    return "\n".join(lines)
+
+
+def render(result: dict[str, Any], fmt: str, width: int) -> str:
+    columns, rows = result["columns"], result["rows"]
+    if fmt == "json":
+        return json.dumps([dict(zip(columns, r, strict=True)) for r in rows], ensure_ascii=False)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([v if isinstance(v, str) else "" if v is None else
+                        json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else cell_text(v) for v in r])
+        return buf.getvalue().rstrip("\n")
+    return render_table(columns, rows, width)
+
+
+# -- the session --------------------------------------------------------------------------------
+
+
+class Console:
+    """State shared by the one-shot, script and interactive modes."""
+
+    def __init__(self, target: Target, *, fmt: str, write: bool, timing: bool) -> None:
+        self.target = target
+        self.fmt = fmt
+        self.write = write
+        self.timing = timing
+        self.schema: dict[str, Any] | None = None
+
+    def width(self) -> int:
+        return max(20, shutil.get_terminal_size((100, 24)).columns)
+
+    def run(self, query: str, *, where: str = "") -> bool:
+        """Run one statement and print its result (stdout) or its error (stderr); False on error."""
+        from keymem.errors import KeymemError
+
+        try:
+            result = self.target.request("cypher_run", {"query": query, "write": self.write})
+        except KeymemError as exc:
+            typer.echo(f"Error{where}: {exc}", err=True)
+            return False
+        if result["columns"] == ["explain result"] and self.fmt == "table":  # Kuzu's plan is drawn already
+            typer.echo("\n".join(str(r[0]) for r in result["rows"]))
+            return True
+        text = render(result, self.fmt, self.width())
+        if text:
+            typer.echo(text)
+        if self.fmt == "table" or self.timing:
+            n = len(result["rows"])
+            more = f" (first {n} shown)" if result["truncated"] else ""
+            timing = f", {result['ms']:.1f} ms" if self.timing else ""
+            typer.echo(f"({n} row{'s' if n != 1 else ''}{more}{timing})", err=self.fmt != "table")
+        return True
+
+    def load_schema(self) -> dict[str, Any]:
+        if self.schema is None:
+            self.schema = self.target.request("cypher_schema", {})
+        return self.schema
+
+    def meta(self, line: str) -> bool:
+        """Handle a ``:command``; False means leave the console."""
+        from keymem.errors import KeymemError
+
+        cmd, _, arg = line[1:].strip().partition(" ")
+        cmd, arg = cmd.lower(), arg.strip()
+        try:
+            if cmd in ("q", "quit", "exit"):
+                return False
+            if cmd == "help":
+                typer.echo(META_HELP)
+            elif cmd == "tables":
+                tables = self.load_schema()["tables"]
+                rows = [[t["name"], t["type"], len(t["properties"])] for t in tables]
+                typer.echo(render_table(["table", "type", "properties"], rows, self.width()))
+            elif cmd == "schema":
+                self.schema = None  # a :write session may have changed it
+                typer.echo(self.schema_text(arg))
+            elif cmd == "explain":
+                if not arg:
+                    typer.echo("usage: :explain QUERY", err=True)
+                else:
+                    self.run("EXPLAIN " + arg.rstrip().rstrip(";"))
+            elif cmd == "format":
+                if arg not in FORMATS:
+                    typer.echo(f"usage: :format {'|'.join(FORMATS)}", err=True)
+                else:
+                    self.fmt = arg
+            elif cmd == "write":
+                if arg not in ("on", "off"):
+                    typer.echo("usage: :write on|off", err=True)
+                else:
+                    self.write = arg == "on"
+                    self.target.reopen(write=self.write)
+                    typer.echo(WRITE_WARNING if self.write else "read-only mode", err=True)
+            elif cmd == "timing":
+                self.timing = arg != "off"
+            else:
+                typer.echo(f"unknown command :{cmd} (try :help)", err=True)
+        except KeymemError as exc:
+            typer.echo(f"Error: {exc}", err=True)
+        return True
+
+    def schema_text(self, only: str = "") -> str:
+        lines = []
+        for t in self.load_schema()["tables"]:
+            if only and t["name"].lower() != only.lower():
+                continue
+            head = f"{t['type']} {t['name']}"
+            if t.get("connections"):
+                head += "  " + ", ".join(f"({a})->({b})" for a, b in t["connections"])
+            lines.append(head)
+            for p in t["properties"]:
+                lines.append(f"    {p['name']:<22} {p['type']}{'  PRIMARY KEY' if p['pk'] else ''}")
+        return "\n".join(lines) if lines else f"no table named {only!r}"
+
+    def words(self) -> list[str]:
+        """Completion candidates: keywords, tables, properties, functions, commands."""
+        try:
+            schema = self.load_schema()
+        except Exception:  # completion must never break the console
+            schema = {"tables": [], "functions": []}
+        words = set(KEYWORDS)
+        for t in schema["tables"]:
+            words.add(t["name"])
+            words.update(p["name"] for p in t["properties"])
+        words.update(schema.get("functions", []))
+        return sorted(words)
+
+
+# -- interactive ---------------------------------------------------------------------------------
+
+
+class Completer:
+    """readline completer over the console's words.
+
+    Names match case-sensitively (readline replaces the word with the candidates' common
+    prefix, so mixed-case candidates would erase it); keywords and functions also match
+    when typed in lower case, and are then offered in lower case.
+    """
+
+    COMMANDS = (":tables", ":schema", ":explain", ":format", ":write", ":timing", ":help", ":quit")
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+        self.matches: list[str] = []
+
+    def __call__(self, text: str, state: int) -> str | None:
+        if state == 0:
+            self.matches = self.candidates(text)
+        return self.matches[state] if state < len(self.matches) else None
+
+    def candidates(self, text: str) -> list[str]:
+        if text.startswith(":"):
+            return [c for c in self.COMMANDS if c.startswith(text.lower())]
+        head, sep, part = text.rpartition(":")
+        head, part = (head + sep, part) if sep else ("", text)
+        out = []
+        for w in self.words:
+            if w.startswith(part):
+                out.append(head + w)
+            elif w.isupper() and part.islower() and w.lower().startswith(part):  # keywords, functions
+                out.append(head + w.lower())
+        return sorted(set(out))
+
+
+def interactive(console: Console, settings: Settings) -> int:
+    """The read-eval-print loop: multi-line statements ending in ';', history, completion."""
+    try:
+        import readline
+    except ImportError:  # pragma: no cover - Windows without pyreadline
+        readline = None  # type: ignore[assignment]
+    history = settings.data_dir / HISTORY_FILE
+    if readline is not None:
+        readline.set_completer(Completer(console.words()))
+        readline.set_completer_delims(" \t\n()[]{},.;=<>+-*/'\"`|")
+        readline.parse_and_bind("tab: complete")
+        readline.set_history_length(2000)
+        if history.exists():
+            with contextlib.suppress(OSError):
+                readline.read_history_file(str(history))
+    mode = "read-write" if console.write else "read-only"
+    typer.echo(f"keymem cypher console on {console.target.where()} - {mode}.", err=True)
+    typer.echo("End statements with ';'. :help for commands, :quit or Ctrl-D to leave.", err=True)
+    buffer: list[str] = []
+    failures = 0
+    try:
+        while True:
+            prompt = ("keymem[write]> " if console.write else "keymem> ") if not buffer else "     ...> "
+            try:
+                line = input(prompt)
+            except EOFError:
+                typer.echo("", err=True)
+                break
+            except KeyboardInterrupt:
+                typer.echo("^C", err=True)
+                buffer = []
+                continue
+            if not buffer and line.strip().startswith(":"):
+                if not console.meta(line.strip()):
+                    break
+                continue
+            if not buffer and not line.strip():
+                continue
+            buffer.append(line)
+            stmts, rest = split_statements("\n".join(buffer))
+            if not stmts:
+                continue
+            if readline is not None and len(buffer) > 1:  # one history entry per statement
+                n = readline.get_current_history_length()
+                for _ in range(min(len(buffer), n)):
+                    readline.remove_history_item(readline.get_current_history_length() - 1)
+                readline.add_history(" ".join(x.strip() for x in buffer))
+            for stmt, _line in stmts:
+                if not console.run(stmt):
+                    failures += 1
+            buffer = [rest] if rest.strip() else []
+    finally:
+        if readline is not None:
+            try:
+                history.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                readline.write_history_file(str(history))
+                history.chmod(0o600)
+            except OSError:
+                pass
+    return 0
+
+
+def run_script(console: Console, text: str, origin: str) -> int:
+    """Run every statement of a script; stop at the first error (exit 1) naming where it is."""
+    stmts, rest = split_statements(text)
+    if rest.strip() and _has_code(rest):
+        stmts.append((rest.strip(), text[: len(text) - len(rest)].count("\n") + 1 + _leading_lines(rest)))
+    for i, (stmt, line) in enumerate(stmts, start=1):
+        where = f" in statement {i} ({origin} line {line})" if len(stmts) > 1 or origin != "-c" else ""
+        if stmt.lstrip().startswith(":"):
+            console.meta(stmt.strip())
+            continue
+        if not console.run(stmt, where=where):
+            return 1
+    return 0
+
+
+def cypher(
+    command: Annotated[str | None, typer.Option("-c", "--command", help="Run these statements and exit")] = None,
+    file: Annotated[Path | None, typer.Option("-f", "--file", help="Run the statements of a script file and exit",
+                                              exists=True, dir_okay=False, readable=True)] = None,
+    fmt: Annotated[str, typer.Option("--format", help="Output format: table, json or csv")] = "table",
+    write: Annotated[bool, typer.Option("--write", help="Allow statements that change the store "
+                                                   "(bypasses keymem's invariants)")] = False,
+    timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Show each statement's time")] = True,
+) -> None:
+    """Cypher console on the store: interactive, or -c/-f. Read-only unless --write."""
+    if fmt not in FORMATS:
+        raise fail(f"--format must be one of {', '.join(FORMATS)}", code=2)
+    settings = settings_or_exit()
+    if write:
+        typer.echo(WRITE_WARNING, err=True)
+    with Target(settings, need="store", write=write) as target:
+        console = Console(target, fmt=fmt, write=write, timing=timing)
+        if command is not None:
+            raise typer.Exit(run_script(console, command, "-c"))
+        if file is not None:
+            raise typer.Exit(run_script(console, file.read_text(encoding="utf-8"), str(file)))
+        if not sys.stdin.isatty():
+            raise typer.Exit(run_script(console, sys.stdin.read(), "stdin"))
+        raise typer.Exit(interactive(console, settings))

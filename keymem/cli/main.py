@@ -1,0 +1,95 @@
+"""The ``keymem`` command.
+
+Run bare, it is the MCP stdio server (what ``uvx keymem`` / an MCP client config starts).
+Subcommands are Typer commands. Other modules add theirs with one line each at the bottom
+(``register("keymem.cli.stats:stats")``); keep their top-level imports light, because every
+``keymem ...`` invocation imports them. ``keymem`` (bare) and ``keymem hook`` skip Typer
+entirely: both have start-up budgets (2 s to answer ``initialize``; a hook on every prompt).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    name="keymem",
+    help="Associative memory for LLM agents. Run bare to serve MCP over stdio.",
+    add_completion=False,
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+
+
+@app.callback()
+def _root(ctx: typer.Context) -> None:
+    """Associative memory for LLM agents. Without a subcommand: the MCP stdio server."""
+    if ctx.invoked_subcommand is None:
+        raise typer.Exit(_serve())
+
+
+@app.command()
+def daemon(
+    status: Annotated[bool, typer.Option("--status", help="Show whether the shared daemon runs, and its state")] = False,
+    stop: Annotated[bool, typer.Option("--stop", help="Ask the shared daemon to stop")] = False,
+    foreground: Annotated[bool, typer.Option("--foreground", help="Run the daemon in this terminal")] = False,
+    idle_exit: Annotated[
+        float, typer.Option("--idle-exit", help="Seconds without clients before the daemon exits (0 = never)")
+    ] = 900.0,
+) -> None:
+    """The shared daemon that owns the store: start it detached (default), or --status / --stop / --foreground."""
+    from keymem.server.daemon_cli import daemon_command
+
+    raise typer.Exit(daemon_command(status=status, stop=stop, foreground=foreground, idle_exit=idle_exit))
+
+
+@app.command()
+def hook() -> None:
+    """UserPromptSubmit hook for Claude Code / Codex: hook JSON on stdin -> additional context on stdout."""
+    from keymem.server.hook import main as hook_main
+
+    raise typer.Exit(hook_main())
+
+
+def register(target: str, name: str | None = None) -> None:
+    """Add ``module:function`` as the subcommand ``name`` (default: the function name, _ -> -)."""
+    module_name, _, attr = target.partition(":")
+    fn = getattr(importlib.import_module(module_name), attr)
+    app.command(name or attr.replace("_", "-"))(fn)
+
+
+# Subcommands from other modules, one line each (keep this block above run()):
+# register("keymem.cli.stats:stats")
+register("keymem.cli.console:cypher")
+register("keymem.cli.commands:stats")
+register("keymem.cli.commands:doctor")
+app.add_typer(importlib.import_module("keymem.cli.commands").models_app, name="models")
+register("keymem.cli.commands:export")
+register("keymem.cli.commands:import_", "import")
+register("keymem.cli.commands:snapshot")
+register("keymem.cli.commands:viz")
+
+
+def _serve() -> int:
+    from keymem.server.stdio import serve
+
+    return serve()
+
+
+def run() -> None:
+    """Console-script entry point (``keymem``)."""
+    argv = sys.argv[1:]
+    if not argv:
+        sys.exit(_serve())
+    if argv == ["hook"]:
+        from keymem.server.hook import main as hook_main
+
+        sys.exit(hook_main())
+    app()
+
+
+if __name__ == "__main__":  # python -m keymem.cli.main (tests, no console script needed)
+    run()

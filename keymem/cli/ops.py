@@ -1,0 +1,321 @@
+"""Graph-side work of the CLI, callable in-process or through the daemon.
+
+Each function takes the graph (a MemoryGraph in the daemon, or a
+:class:`keymem.cli.common.StoreView` when a store-only command opened the store itself) and
+a JSON params dict, and returns JSON. :func:`keymem.server.host.daemon_method` lets the
+daemon run them as ``keymem.cli.ops:<name>`` without a dispatch table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import time
+from collections.abc import Callable
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from keymem.errors import InvalidInput, NotFound
+from keymem.server.host import daemon_method
+from keymem.store import cypher
+
+MAX_ROWS = 10_000
+SNAPSHOT_FILE = "keymem.kuzu"
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_FIRST_WORD = re.compile(r"^\s*(?:(?://[^\n]*|/\*.*?\*/)\s*)*([A-Za-z_]+)", re.S)
+# Statements that write files or change the session, which a read-only transaction lets
+# through (COPY ... TO, EXPORT DATABASE) or that would break the console's transaction.
+FILE_OR_SESSION = {"COPY", "EXPORT", "IMPORT", "ATTACH", "DETACH", "INSTALL", "UNINSTALL", "LOAD", "USE",
+                   "CHECKPOINT"}
+TRANSACTION = {"BEGIN", "COMMIT", "ROLLBACK"}
+_SETTING = re.compile(r"^\s*CALL\s+\w+\s*=", re.I)  # CALL threads = 1: changes the (shared) connection
+
+
+# -- values ---------------------------------------------------------------------------------
+
+
+def jsonable(value: Any) -> Any:
+    """A Kuzu value as JSON (nodes and rels stay dicts; times become ISO strings)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return str(value)
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    if hasattr(value, "tolist"):  # numpy arrays
+        return jsonable(value.tolist())
+    return str(value)
+
+
+def first_word(query: str) -> str:
+    m = _FIRST_WORD.match(query)
+    return m.group(1).upper() if m else ""
+
+
+def _result(result: Any, started: float) -> dict[str, Any]:
+    if isinstance(result, list):  # several statements in one string: the console sends one at a time
+        for r in result[:-1]:
+            r.close()
+        result = result[-1]
+    try:
+        columns = result.get_column_names()
+        types = [str(t) for t in result.get_column_data_types()]
+        rows: list[list[Any]] = []
+        truncated = False
+        while result.has_next():
+            if len(rows) >= MAX_ROWS:
+                truncated = True
+                break
+            rows.append([jsonable(v) for v in result.get_next()])
+    finally:
+        result.close()
+    return {"columns": columns, "types": types, "rows": rows, "truncated": truncated,
+            "ms": round((time.perf_counter() - started) * 1000, 2)}
+
+
+# -- the console --------------------------------------------------------------------------------
+
+
+@daemon_method
+def cypher_run(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Run one console statement: read-only (Kuzu refuses writes in the transaction) unless ``write``."""
+    query = params.get("query")
+    write = bool(params.get("write", False))
+    args = params.get("params") or {}
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("query must be a non-empty string")
+    if not isinstance(args, dict):
+        raise InvalidInput("params must be an object")
+    unbound = cypher.param_names(query) - set(args)
+    if unbound:  # Kuzu would run the statement with the parameter silently dropped
+        names = ", ".join(f"${n}" for n in sorted(unbound))
+        raise InvalidInput(f"the statement uses {names} but the console binds no parameters; write the values in")
+    word = first_word(query)
+    if word in TRANSACTION:
+        raise InvalidInput(f"{word} is not available in the console: each statement runs in its own transaction")
+    if not write and (word in FILE_OR_SESSION or _SETTING.match(query)):
+        word = "CALL <setting> =" if _SETTING.match(query) else word
+        raise InvalidInput(f"read-only console: {word} statements are refused (use --write or :write on)")
+    store = graph.store
+    started = time.perf_counter()
+    if write:
+        with store.exclusive() as conn:  # holds keymem's writer, so no tool call writes meanwhile
+            try:
+                return _result(conn.conn.execute(query, args), started)
+            except RuntimeError as exc:
+                raise InvalidInput(str(exc)) from None
+    conn = store.connection()  # the read-only transaction must live on this thread's connection
+    store.query("console/begin_read_only")
+    try:
+        out = _result(conn.conn.execute(query, args), started)
+    except RuntimeError as exc:
+        msg = str(exc)
+        if "read-only transaction" in msg or "read-only database" in msg:
+            msg = ("read-only console: this statement would change the store and was refused "
+                   f"(Kuzu: {msg}). Use --write or :write on to allow it.")
+        raise InvalidInput(msg) from None
+    finally:
+        with contextlib.suppress(RuntimeError):  # Kuzu already rolled back a failed statement's transaction
+            store.query("console/rollback")
+    return out
+
+
+def _filled(name: str, table: str) -> str:
+    if not _IDENT.match(table):
+        raise InvalidInput(f"{table!r} is not a table name")
+    return cypher.load(name).text.replace("{{table}}", table)
+
+
+@daemon_method
+def cypher_schema(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Tables with their properties (and a rel's endpoints), plus function names for completion."""
+    store = graph.store
+    tables = []
+    for t in store.query("console/tables"):
+        props = store.raw(_filled("console/table_info", t["name"]))
+        entry: dict[str, Any] = {"name": t["name"], "type": t["type"],
+                                 "properties": [{"name": p["name"], "type": p["type"], "pk": bool(p.get("primary key"))}
+                                                for p in props]}
+        if t["type"] == "REL":
+            ends = store.raw(_filled("console/connection", t["name"]))
+            entry["connections"] = [[e["source table name"], e["destination table name"]] for e in ends]
+        tables.append(entry)
+    functions = [r["name"] for r in store.query("console/functions")] if params.get("functions", True) else []
+    return {"tables": tables, "functions": functions}
+
+
+# -- snapshot, stats ----------------------------------------------------------------------------
+
+
+@daemon_method
+def snapshot(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """A consistent copy of the store file into a directory (checkpoint + copy under the writer)."""
+    dest_dir = Path(str(params.get("dest", "")))
+    if not dest_dir.is_absolute():
+        raise InvalidInput("the snapshot directory must be an absolute path")
+    dest = dest_dir / SNAPSHOT_FILE
+    if dest.exists() and not params.get("force"):
+        raise InvalidInput(f"{dest} already exists; pass --force to replace it")
+    if dest.exists():
+        for p in dest_dir.glob(SNAPSHOT_FILE + ".wal"):
+            p.unlink()
+    graph.store.copy_to(dest)
+    return {"path": str(dest), "bytes": dest.stat().st_size}
+
+
+@daemon_method
+def stats(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Counts, hubs, namespaces, store size, model and fingerprint, schema steps."""
+    from keymem.store import migrations
+
+    store = graph.store
+    now = graph.now()
+    ns = params.get("namespace")
+    counts = store.query("admin/counts", now=now)
+    c = counts[0] if counts else {"keys": 0, "memories": 0, "links": 0}
+    totals = store.query("console/totals")[0]
+    hub_min = graph.settings.key_hub_min_links
+    top = store.query("console/hubs", any_ns=ns is None, namespace=ns or "", now=now, limit=int(params.get("hubs", 10)))
+    meta = {r["name"]: r["value"] for r in store.query("meta/all")}
+    embedder = getattr(graph, "embedder", None)
+    return {
+        "counts": {"keys": int(c["keys"]), "memories": int(c["memories"]), "links": int(c["links"]),
+                   "superseded": int(totals["superseded"] or 0), "aliases": int(totals["aliases"]),
+                   "pending_aliases": int(totals["pending_aliases"]), "related": int(totals["related"])},
+        "hubs": [{**h, "hub": int(h["n"]) >= hub_min} for h in top],
+        "hub_min_links": hub_min,
+        "namespaces": store.query("memory/namespaces", now=now),
+        "store": {"path": str(store.path), "bytes": store.size_bytes()},
+        "model": {"stored_fingerprint": meta.get("embedding_fingerprint"), "dim": meta.get("embedding_dim"),
+                  "loaded": getattr(embedder, "fingerprint", None)},
+        "schema": {"applied": migrations.applied(store), "available": migrations.available()},
+    }
+
+
+# -- export / import / check --------------------------------------------------------------------
+
+
+@daemon_method
+def export(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
+    from keymem.memory import io
+
+    return {"lines": io.export_lines(graph.store, params.get("namespace"), graph.now())}
+
+
+@daemon_method
+def import_records(graph: Any, params: dict[str, Any]) -> dict[str, int]:
+    """Write an already validated plan (the client validated every line before sending it)."""
+    from keymem.memory import io
+
+    return io.import_plan(graph, io.ImportPlan.load(params["plan"]))
+
+
+@daemon_method
+def check(graph: Any, params: dict[str, Any]) -> list[str]:
+    from keymem.memory.invariants import check_invariants
+
+    return check_invariants(graph)
+
+
+# -- viz ------------------------------------------------------------------------------------------
+
+
+@daemon_method
+def viz_data(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """A neighbourhood as nodes and edges: around a key (``hops`` key-memory-key steps) or recent memories."""
+    from keymem.memory.tokenize import normalize_text
+    from keymem.memory.validity import freshness, status
+
+    store = graph.store
+    s = graph.settings
+    now = graph.now()
+    ns = params.get("namespace")
+    scope = {"any_ns": ns is None, "namespace": ns or ""}
+    limit = int(params.get("limit", 300))
+    hops = max(1, min(5, int(params.get("hops", 2))))
+    key = params.get("key")
+    links: dict[tuple[str, str], float] = {}
+    mem_ids: set[str] = set()
+    key_ids: set[str] = set()
+    if key:
+        norm = normalize_text(str(key))
+        start = {r["id"] for r in store.query("console/viz_find_keys", text=str(key), norm=norm, **scope)}
+        start |= {r["id"] for r in store.query("console/viz_alias_keys", norm=norm, **scope)}
+        if not start:
+            where = f" in namespace {ns!r}" if ns else ""
+            raise NotFound(f"no key named {key!r}{where}")
+        frontier = set(start)
+        key_ids |= start
+        for _ in range(hops):
+            new_mems: set[str] = set()
+            for r in store.query("console/viz_key_links", ids=sorted(frontier), now=now):
+                if r["memory_id"] not in mem_ids and len(mem_ids) + len(new_mems) >= limit:
+                    continue
+                links[(r["key_id"], r["memory_id"])] = r["weight"]
+                if r["memory_id"] not in mem_ids:
+                    new_mems.add(r["memory_id"])
+            mem_ids |= new_mems
+            if not new_mems:
+                break
+            frontier = set()
+            for r in store.query("console/viz_memory_links", ids=sorted(new_mems)):
+                links[(r["key_id"], r["memory_id"])] = r["weight"]
+                if r["key_id"] not in key_ids:
+                    frontier.add(r["key_id"])
+            key_ids |= frontier
+            if not frontier:
+                break
+    else:
+        mem_ids = {r["id"] for r in store.query("console/viz_recent", now=now, limit=limit, **scope)}
+        for r in store.query("console/viz_memory_links", ids=sorted(mem_ids)):
+            links[(r["key_id"], r["memory_id"])] = r["weight"]
+            key_ids.add(r["key_id"])
+    mems = {r["m"]["id"]: r["m"] for r in store.query("memory/get_many", ids=sorted(mem_ids))} if mem_ids else {}
+    keys = {r["k"]["id"]: r["k"] for r in store.query("key/get_many", ids=sorted(key_ids))} if key_ids else {}
+    counts = {r["id"]: int(r["n"]) for r in store.query("key/counts", ids=sorted(key_ids), now=now)} if key_ids else {}
+    nodes: list[dict[str, Any]] = []
+    for kid, k in sorted(keys.items()):
+        n = counts.get(kid, 0)
+        nodes.append({"id": kid, "kind": "key", "label": k["text"], "key_type": k["key_type"],
+                      "namespace": k["namespace"], "memories": n, "hub": n >= s.key_hub_min_links})
+    for mid, m in sorted(mems.items()):
+        fresh = freshness(m["last_confirmed_at"], now, s.half_life_days(m["decay_profile"]))
+        st = "superseded" if not m["active"] else status(fresh)
+        text = m["content"]
+        nodes.append({"id": mid, "kind": "memory", "label": text if len(text) <= 60 else text[:57] + "...",
+                      "content": text[:500], "namespace": m["namespace"], "status": st,
+                      "stale": st in ("stale", "superseded"), "freshness": round(fresh, 3)})
+    edges: list[dict[str, Any]] = [
+        {"source": k, "target": m, "kind": "link", "weight": round(float(w), 3)}
+        for (k, m), w in sorted(links.items()) if k in keys and m in mems
+    ]
+    for mid, m in sorted(mems.items()):
+        if m["supersedes"] and m["supersedes"] in mems:
+            edges.append({"source": mid, "target": m["supersedes"], "kind": "supersedes", "weight": 1.0})
+    if mems:
+        for r in store.query("console/viz_related", ids=sorted(mems)):
+            edges.append({"source": r["src"], "target": r["dst"], "kind": "related", "weight": round(float(r["weight"]), 3)})
+    return {"nodes": nodes, "edges": edges, "key": key, "namespace": ns, "hops": hops,
+            "hub_min_links": s.key_hub_min_links, "generated_at": now}
+
+
+OPS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
+    "cypher_run": cypher_run, "cypher_schema": cypher_schema, "snapshot": snapshot, "stats": stats,
+    "export": export, "import_records": import_records, "check": check, "viz_data": viz_data,
+}

@@ -1,0 +1,446 @@
+"""Export and import of a store as JSON Lines (``keymem export`` / ``keymem import``).
+
+The file is the portable form of the graph: every key with its aliases and type, every
+visible memory with its version chain, validity fields, source and TTL, every key-memory
+link with its weight and every memory-memory relation. Vectors are not exported: they
+depend on the embedding model, so concept keys are re-embedded on import.
+
+Import keeps ids as they are, which makes it idempotent (a record whose id exists is
+skipped, links are MERGEd), and validates the whole file before anything is written: a bad
+line is reported with its number and the store stays untouched. A key whose name already
+exists under another id in the target store is merged into that key (as the write path
+would), and so is an active memory whose normalised content already exists.
+
+This is domain code: it never imports the interface layer (keymem.cli, keymem.server).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from keymem.errors import InvalidInput
+from keymem.memory import validate
+from keymem.memory.keys import name_id
+from keymem.memory.tokenize import normalize_text
+from keymem.memory.write import norm_id
+
+if TYPE_CHECKING:
+    from keymem.memory.graph import MemoryGraph
+    from keymem.store.db import Store
+
+FORMAT = "keymem-export"
+VERSION = 1
+EMBED_BATCH = 64
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+_ID = {"k": re.compile(r"^k_[0-9a-f]{8,64}$"), "m": re.compile(r"^m_[0-9a-f]{8,64}$"),
+       "a": re.compile(r"^a_[0-9a-f]{8,64}$")}
+
+
+# -- export ---------------------------------------------------------------------------------
+
+
+def export_records(store: Store, namespace: str | None, now: float) -> Iterator[dict[str, Any]]:
+    """The records of an export, header first, in a stable order (keys, memories, links, related)."""
+    ns = "" if namespace is None else validate.namespace(namespace)
+    scope = {"any_ns": namespace is None, "namespace": ns}
+    yield {"type": "header", "format": FORMAT, "version": VERSION, "namespace": namespace}
+    memories = store.query("io/export_memories", now=now, **scope)
+    kept = {m["id"] for m in memories}
+    links = [link for link in store.query("io/export_links", **scope) if link["memory_id"] in kept]
+    linked = {link["key_id"] for link in links}  # a key whose memories all expired goes with them
+    aliases: dict[str, list[dict[str, Any]]] = {}
+    for a in store.query("io/export_aliases", **scope):
+        key_id = a.pop("key_id")
+        aliases.setdefault(key_id, []).append(a)
+    for k in store.query("io/export_keys", **scope):
+        if k["id"] in linked:
+            yield {"type": "key", **k, "aliases": aliases.get(k["id"], [])}
+    for m in memories:
+        yield {"type": "memory", **m}
+    for link in links:
+        yield {"type": "link", **link}
+    for rel in store.query("io/export_related", **scope):
+        if rel["src"] in kept and rel["dst"] in kept:
+            yield {"type": "related", **rel}
+
+
+def export_lines(store: Store, namespace: str | None, now: float) -> list[str]:
+    """The export as text lines (no trailing newlines); the same store gives the same lines."""
+    return [json.dumps(r, ensure_ascii=False, sort_keys=False) for r in export_records(store, namespace, now)]
+
+
+# -- validation ----------------------------------------------------------------------------------
+
+
+class ImportError_(InvalidInput):
+    """A line of an import file is invalid; nothing was written."""
+
+
+def _fail(lineno: int, msg: str) -> ImportError_:
+    return ImportError_(f"line {lineno}: {msg}")
+
+
+def _num(rec: dict[str, Any], name: str, lineno: int, *, optional: bool = False) -> float | None:
+    v = rec.get(name)
+    if v is None and optional:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise _fail(lineno, f"{name} must be a finite number, not {v!r}")
+    return float(v)
+
+
+def _int(rec: dict[str, Any], name: str, lineno: int) -> int:
+    v = rec.get(name)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise _fail(lineno, f"{name} must be a non-negative whole number, not {v!r}")
+    return v
+
+
+def _str(rec: dict[str, Any], name: str, lineno: int, *, optional: bool = False) -> str | None:
+    v = rec.get(name)
+    if v is None and optional:
+        return None
+    if not isinstance(v, str) or not v.strip():
+        raise _fail(lineno, f"{name} must be a non-empty string, not {v!r}")
+    return v
+
+
+def _ident(rec: dict[str, Any], name: str, kind: str, lineno: int, *, optional: bool = False) -> str | None:
+    v = rec.get(name)
+    if v is None and optional:
+        return None
+    if not isinstance(v, str) or not _ID[kind].match(v):
+        raise _fail(lineno, f"{name} {v!r} is not a valid {kind}_... id")
+    return v
+
+
+def _bool(rec: dict[str, Any], name: str, lineno: int) -> bool:
+    v = rec.get(name)
+    if not isinstance(v, bool):
+        raise _fail(lineno, f"{name} must be true or false, not {v!r}")
+    return v
+
+
+def _only(rec: dict[str, Any], allowed: Iterable[str], lineno: int) -> None:
+    extra = set(rec) - set(allowed) - {"type"}
+    if extra:
+        raise _fail(lineno, f"unknown field(s) {', '.join(sorted(extra))}")
+
+
+KEY_FIELDS = ("id", "namespace", "text", "key_type", "created_at", "last_hit_at", "aliases")
+ALIAS_FIELDS = ("id", "text", "learned", "hits", "created_at", "last_hit_at")
+MEMORY_FIELDS = (
+    "id", "namespace", "content", "active", "created_at", "updated_at", "last_confirmed_at", "last_access_at",
+    "access_count", "confirmation_count", "depth", "decay_profile", "ttl_seconds", "expires_at", "supersedes",
+    "superseded_by", "source", "evidence",
+)
+LINK_FIELDS = ("key_id", "memory_id", "weight", "created_at")
+RELATED_FIELDS = ("src", "dst", "weight", "created_at")
+
+
+@dataclass
+class ImportPlan:
+    """A whole, validated import file."""
+
+    keys: list[dict[str, Any]] = field(default_factory=list)
+    memories: list[dict[str, Any]] = field(default_factory=list)
+    links: list[dict[str, Any]] = field(default_factory=list)
+    related: list[dict[str, Any]] = field(default_factory=list)
+
+    def dump(self) -> dict[str, Any]:
+        return {"keys": self.keys, "memories": self.memories, "links": self.links, "related": self.related}
+
+    @classmethod
+    def load(cls, data: dict[str, Any]) -> ImportPlan:
+        return cls(data["keys"], data["memories"], data["links"], data["related"])
+
+    @property
+    def size(self) -> int:
+        return len(self.keys) + len(self.memories) + len(self.links) + len(self.related)
+
+
+def _key(rec: dict[str, Any], n: int) -> dict[str, Any]:
+    _only(rec, KEY_FIELDS, n)
+    try:
+        ns = validate.namespace(rec.get("namespace"))
+    except InvalidInput as exc:
+        raise _fail(n, str(exc)) from None
+    key_type = rec.get("key_type")
+    if key_type not in validate.KEY_TYPES:
+        raise _fail(n, f"key_type {key_type!r} must be one of {', '.join(validate.KEY_TYPES)}")
+    text = _str(rec, "text", n)
+    assert text is not None
+    if len(text) > validate.MAX_KEY_CHARS:
+        raise _fail(n, f"key text is longer than {validate.MAX_KEY_CHARS} characters")
+    aliases = rec.get("aliases", [])
+    if not isinstance(aliases, list):
+        raise _fail(n, "aliases must be a list")
+    out_aliases = []
+    for i, a in enumerate(aliases):
+        if not isinstance(a, dict):
+            raise _fail(n, f"aliases[{i}] must be an object")
+        try:
+            _only(a, ALIAS_FIELDS, n)
+            out_aliases.append({
+                "id": _ident(a, "id", "a", n), "text": _str(a, "text", n), "learned": _bool(a, "learned", n),
+                "hits": _int(a, "hits", n), "created_at": _num(a, "created_at", n),
+                "last_hit_at": _num(a, "last_hit_at", n, optional=True),
+            })
+        except ImportError_ as exc:
+            raise ImportError_(str(exc).replace(": ", f": aliases[{i}]: ", 1)) from None
+    return {
+        "id": _ident(rec, "id", "k", n), "namespace": ns, "text": text, "key_type": key_type,
+        "created_at": _num(rec, "created_at", n), "last_hit_at": _num(rec, "last_hit_at", n, optional=True),
+        "aliases": out_aliases, "line": n,
+    }
+
+
+def _memory(rec: dict[str, Any], n: int, max_chars: int) -> dict[str, Any]:
+    _only(rec, MEMORY_FIELDS, n)
+    try:
+        ns = validate.namespace(rec.get("namespace"))
+        content = validate.text(rec.get("content"), "content", max_chars=max_chars)
+        profile = validate.decay_profile(rec.get("decay_profile"))
+        ttl = validate.ttl(rec.get("ttl_seconds"))
+    except InvalidInput as exc:
+        raise _fail(n, str(exc)) from None
+    active = _bool(rec, "active", n)
+    out = {
+        "id": _ident(rec, "id", "m", n), "namespace": ns, "content": content, "active": active,
+        "created_at": _num(rec, "created_at", n), "updated_at": _num(rec, "updated_at", n),
+        "last_confirmed_at": _num(rec, "last_confirmed_at", n),
+        "last_access_at": _num(rec, "last_access_at", n, optional=True),
+        "access_count": _int(rec, "access_count", n), "confirmation_count": _int(rec, "confirmation_count", n),
+        "depth": _num(rec, "depth", n), "decay_profile": profile, "ttl_seconds": ttl,
+        "expires_at": _num(rec, "expires_at", n, optional=True),
+        "supersedes": _ident(rec, "supersedes", "m", n, optional=True),
+        "superseded_by": _ident(rec, "superseded_by", "m", n, optional=True),
+        "source": _str(rec, "source", n, optional=True), "evidence": _str(rec, "evidence", n, optional=True),
+        "line": n,
+    }
+    if not active and out["superseded_by"] is None:
+        raise _fail(n, "an inactive memory must name the version that superseded it (superseded_by)")
+    if active and out["superseded_by"] is not None:
+        raise _fail(n, "an active memory cannot be superseded (superseded_by must be null)")
+    if isinstance(out["source"], str):
+        try:
+            json.loads(out["source"])
+        except ValueError:
+            raise _fail(n, "source must hold a JSON object as text") from None
+    return out
+
+
+def parse_lines(lines: Iterable[str], *, max_content_chars: int = 100_000) -> ImportPlan:
+    """Validate a whole import file; raises ImportError_ naming the first bad line (1-based)."""
+    plan = ImportPlan()
+    seen: dict[str, int] = {}
+    header = False
+    for n, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            rec = json.loads(text)
+        except ValueError as exc:
+            raise _fail(n, f"not JSON ({exc})") from None
+        if not isinstance(rec, dict):
+            raise _fail(n, "a record must be a JSON object")
+        kind = rec.get("type")
+        if not header:
+            if kind != "header" or rec.get("format") != FORMAT:
+                raise _fail(n, f"the first record must be the {FORMAT} header; is this a keymem export?")
+            if rec.get("version") != VERSION:
+                raise _fail(n, f"export format version {rec.get('version')!r} is not supported (this keymem reads {VERSION})")
+            header = True
+            continue
+        if kind == "key":
+            item = _key(rec, n)
+            ids = [item["id"], *(a["id"] for a in item["aliases"])]
+            plan.keys.append(item)
+        elif kind == "memory":
+            item = _memory(rec, n, max_content_chars)
+            ids = [item["id"]]
+            plan.memories.append(item)
+        elif kind == "link":
+            _only(rec, LINK_FIELDS, n)
+            plan.links.append({
+                "key_id": _ident(rec, "key_id", "k", n), "memory_id": _ident(rec, "memory_id", "m", n),
+                "weight": _num(rec, "weight", n), "created_at": _num(rec, "created_at", n), "line": n,
+            })
+            ids = []
+        elif kind == "related":
+            _only(rec, RELATED_FIELDS, n)
+            plan.related.append({
+                "src": _ident(rec, "src", "m", n), "dst": _ident(rec, "dst", "m", n),
+                "weight": _num(rec, "weight", n), "created_at": _num(rec, "created_at", n), "line": n,
+            })
+            ids = []
+        else:
+            raise _fail(n, f"unknown record type {kind!r} (expected key, memory, link or related)")
+        for i in ids:
+            if i in seen:
+                raise _fail(n, f"id {i} already appeared on line {seen[i]}")
+            seen[i] = n
+    if not header:
+        raise ImportError_("the file is empty: no keymem export header")
+    _check_references(plan)
+    return plan
+
+
+def _check_references(plan: ImportPlan) -> None:
+    keys = {k["id"]: k for k in plan.keys}
+    mems = {m["id"]: m for m in plan.memories}
+    for m in plan.memories:
+        for name in ("supersedes", "superseded_by"):
+            other = m[name]
+            if other is not None:
+                if other not in mems:
+                    raise _fail(m["line"], f"{name} names memory {other}, which is not in the file")
+                if mems[other]["namespace"] != m["namespace"]:
+                    raise _fail(m["line"], f"{name} names memory {other} of another namespace")
+        if m["superseded_by"] is not None and mems[m["superseded_by"]]["supersedes"] != m["id"]:
+            raise _fail(m["line"], f"the version chain is broken: {m['superseded_by']} does not supersede {m['id']}")
+    linked: set[str] = set()
+    for link in plan.links:
+        k, lm = keys.get(link["key_id"]), mems.get(link["memory_id"])
+        if k is None:
+            raise _fail(link["line"], f"link names key {link['key_id']}, which is not in the file")
+        if lm is None:
+            raise _fail(link["line"], f"link names memory {link['memory_id']}, which is not in the file")
+        if k["namespace"] != lm["namespace"]:
+            raise _fail(link["line"], "link joins a key and a memory of different namespaces")
+        linked.add(lm["id"])
+    for rel in plan.related:
+        for name in ("src", "dst"):
+            if rel[name] not in mems:
+                raise _fail(rel["line"], f"related {name} names memory {rel[name]}, which is not in the file")
+    for m in plan.memories:
+        if m["id"] not in linked:
+            raise _fail(m["line"], f"memory {m['id']} has no link to any key (every memory needs keys)")
+    used = {link["key_id"] for link in plan.links}
+    for k in plan.keys:
+        if k["id"] not in used:
+            raise _fail(k["line"], f"key {k['id']} is linked to no memory (keymem keeps no empty keys)")
+
+
+# -- import ------------------------------------------------------------------------------------
+
+
+def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None = None) -> dict[str, int]:
+    """Write a validated plan in one transaction; records already present are left alone."""
+    store = graph.store
+    report = {"keys_created": 0, "keys_merged": 0, "aliases_created": 0, "memories_created": 0,
+              "memories_existing": 0, "links": 0, "related": 0}
+    key_map: dict[str, str] = {}
+    mem_map: dict[str, str] = {}
+    existing_keys = {r["id"] for r in store.query("io/key_ids", ids=[k["id"] for k in plan.keys])}
+    names = {name_id(k["namespace"], normalize_text(k["text"])): k for k in plan.keys}
+    taken = {r["id"]: r["key_id"] for r in store.query("io/name_ids", ids=list(names))}
+    new_keys = []
+    for k in plan.keys:
+        nid = name_id(k["namespace"], normalize_text(k["text"]))
+        if k["id"] in existing_keys:
+            key_map[k["id"]] = k["id"]
+        elif nid in taken:
+            key_map[k["id"]] = taken[nid]
+            report["keys_merged"] += 1
+        else:
+            key_map[k["id"]] = k["id"]
+            new_keys.append(k)
+    vectors: dict[str, Any] = {}
+    concept = [k for k in new_keys if k["key_type"] == "concept"]
+    for start in range(0, len(concept), EMBED_BATCH):
+        chunk = concept[start:start + EMBED_BATCH]
+        for k, vec in zip(chunk, graph.embed([k["text"] for k in chunk]), strict=True):
+            vectors[k["id"]] = vec
+        if progress:
+            progress("embedding keys", min(start + EMBED_BATCH, len(concept)), len(concept))
+    existing_mems = {r["id"] for r in store.query("io/memory_ids", ids=[m["id"] for m in plan.memories])}
+    norms = {norm_id(m["namespace"], m["content"]): m for m in plan.memories if m["active"]}
+    norm_taken = {r["id"]: r["memory_id"] for r in store.query("io/norm_ids", ids=list(norms))}
+    alias_ids = [a["id"] for k in new_keys for a in k["aliases"]]
+    existing_aliases = {r["id"] for r in store.query("io/alias_ids", ids=alias_ids)} if alias_ids else set()
+    lexical: list[tuple[str, str, str]] = []
+    total, done = plan.size, 0
+
+    def tick(n: int = 1) -> None:
+        nonlocal done
+        done += n
+        if progress and (done % 200 == 0 or done == total):
+            progress("writing", done, total)
+
+    with store.write() as tx:
+        for k in new_keys:
+            norm = normalize_text(k["text"])
+            tx.run("io/key_create", id=k["id"], namespace=k["namespace"], text=k["text"], norm=norm,
+                   key_type=k["key_type"], created_at=k["created_at"], last_hit_at=k["last_hit_at"])
+            tx.run("key/name_create", id=name_id(k["namespace"], norm), key_id=k["id"])
+            taken[name_id(k["namespace"], norm)] = k["id"]
+            if k["id"] in vectors:
+                graph.vectors.insert(tx, k["id"], k["namespace"], vectors[k["id"]])
+            report["keys_created"] += 1
+            for a in k["aliases"]:
+                anorm = normalize_text(a["text"])
+                anid = name_id(k["namespace"], anorm)
+                if a["id"] in existing_aliases or anid in taken:
+                    continue
+                tx.run("io/alias_create", id=a["id"], key_id=k["id"], namespace=k["namespace"], text=a["text"],
+                       norm=anorm, learned=a["learned"], hits=a["hits"], created_at=a["created_at"],
+                       last_hit_at=a["last_hit_at"])
+                tx.run("alias/link", alias_id=a["id"], key_id=k["id"])
+                tx.run("key/name_create", id=anid, key_id=k["id"])
+                taken[anid] = k["id"]
+                report["aliases_created"] += 1
+            tick()
+        tick(len(plan.keys) - len(new_keys))
+        for m in plan.memories:
+            nid = norm_id(m["namespace"], m["content"])
+            if m["id"] in existing_mems:
+                mem_map[m["id"]] = m["id"]
+                report["memories_existing"] += 1
+            elif m["active"] and nid in norm_taken:
+                mem_map[m["id"]] = norm_taken[nid]
+                report["memories_existing"] += 1
+            else:
+                mem_map[m["id"]] = m["id"]
+                params = {f: m[f] for f in MEMORY_FIELDS}
+                tx.run("io/memory_create", norm=normalize_text(m["content"]), **params)
+                if m["active"]:
+                    tx.run("memory/norm_create", id=nid, memory_id=m["id"])
+                    norm_taken[nid] = m["id"]
+                report["memories_created"] += 1
+            tick()
+        key_texts: dict[str, list[str]] = {}
+        key_text = {k["id"]: k["text"] for k in plan.keys}
+        for link in plan.links:
+            kid, mid = key_map[link["key_id"]], mem_map[link["memory_id"]]
+            tx.run("io/link_merge", key_id=kid, memory_id=mid, weight=link["weight"], created_at=link["created_at"])
+            key_texts.setdefault(link["memory_id"], []).append(key_text[link["key_id"]])
+            report["links"] += 1
+            tick()
+        for rel in plan.related:
+            tx.run("io/related_merge", src=mem_map[rel["src"]], dst=mem_map[rel["dst"]], weight=rel["weight"],
+                   created_at=rel["created_at"])
+            report["related"] += 1
+            tick()
+        for m in plan.memories:
+            if m["supersedes"] is not None and mem_map[m["id"]] == m["id"] and mem_map[m["supersedes"]] == m["supersedes"]:
+                tx.run("io/supersedes_merge", new_id=m["id"], old_id=m["supersedes"], at=m["created_at"])
+            if m["active"] and m["id"] not in existing_mems and mem_map[m["id"]] == m["id"]:
+                lexical.append((m["id"], " ".join([*key_texts.get(m["id"], []), m["content"]]), m["namespace"]))
+        tx.after_commit(lambda: graph.lexical.add_many(lexical))
+    graph.vectors.maybe_switch()
+    return report
+
+
+def import_lines(graph: MemoryGraph, lines: Iterable[str], progress: Progress | None = None) -> dict[str, int]:
+    """Validate every line, then write; the convenience form of parse_lines + import_plan."""
+    plan = parse_lines(lines, max_content_chars=graph.settings.max_content_chars)
+    return import_plan(graph, plan, progress)

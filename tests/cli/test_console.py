@@ -1,0 +1,198 @@
+"""The Cypher console: statement splitting, tables, read-only refusal, and a real session in a pty."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import pytest
+
+from keymem.cli import ops
+from keymem.cli.console import disp_width, render_table, split_statements
+from keymem.errors import InvalidInput
+from tests.cli.conftest import KEYMEM, run_cli
+
+
+def test_split_statements_respects_strings_and_comments() -> None:
+    text = "MATCH (n) RETURN 'a;b' AS x;\n// c; d\nRETURN \"q;\" /* ; */;\nRETURN 1"
+    stmts, rest = split_statements(text)
+    assert [s for s, _ in stmts] == ["MATCH (n) RETURN 'a;b' AS x", '// c; d\nRETURN "q;" /* ; */']
+    assert [line for _, line in stmts] == [1, 2]
+    assert rest.strip() == "RETURN 1"
+
+
+def test_table_fits_the_terminal_width() -> None:
+    rows = [["k_1", "x" * 200, 3], ["k_2", "파이썬 " * 30, 4]]
+    for width in (40, 80, 120):
+        table = render_table(["id", "content", "n"], rows, width)
+        assert all(disp_width(line) <= width for line in table.splitlines()), width
+    assert "…" in render_table(["id", "content", "n"], rows, 60)
+
+
+@pytest.mark.parametrize("query", [
+    "CREATE (:Meta {name: 'x', value: 'y'})",
+    "MATCH (k:Key) SET k.text = 'hacked'",
+    "MATCH (m:Memory) DETACH DELETE m",
+    "MATCH (m:Memory) WITH m LIMIT 1 MERGE (:Meta {name: 'z', value: 'w'})",
+    "DROP TABLE Meta",
+    "ALTER TABLE Key ADD extra STRING",
+    "CREATE NODE TABLE Evil(id STRING PRIMARY KEY)",
+    "COPY Meta FROM '/tmp/nothing.csv'",
+    "COPY (MATCH (k:Key) RETURN k.text) TO '/tmp/keymem-test-leak.csv'",
+    "EXPORT DATABASE '/tmp/keymem-test-export'",
+    "CHECKPOINT",
+    "BEGIN TRANSACTION",
+    "CALL threads = 1",
+    "CALL clear_warnings()",
+    "CALL CREATE_VECTOR_INDEX('KeyVec', 'evil', 'vec')",
+])
+def test_read_only_refuses_mutations(graph: Any, populated: dict[str, str], query: str) -> None:
+    before = graph.counts()
+    texts = sorted(r["text"] for r in graph.store.query("key/all"))
+    with pytest.raises(InvalidInput):
+        ops.cypher_run(graph, {"query": query})
+    assert graph.counts() == before
+    assert sorted(r["text"] for r in graph.store.query("key/all")) == texts
+    # the connection is usable afterwards (no transaction left open)
+    assert ops.cypher_run(graph, {"query": "MATCH (k:Key) RETURN count(k) AS n"})["rows"] == [[len(texts)]]
+
+
+def test_write_mode_runs_mutations(graph: Any, populated: dict[str, str]) -> None:
+    ops.cypher_run(graph, {"query": "CREATE (:Meta {name: 'console', value: 'on'})", "write": True})
+    assert graph.meta("console") == "on"
+    # and a keymem write still works after it (the writer was released)
+    graph.remember(content="after a console write", keys=["console"])
+
+
+def test_unbound_parameters_are_refused_even_in_write_mode(graph: Any, populated: dict[str, str]) -> None:
+    """Kuzu drops an unbound $x silently (WHERE m.id = $x DELETE would delete every memory)."""
+    before = graph.counts()
+    with pytest.raises(InvalidInput, match=r"\$x"):
+        ops.cypher_run(graph, {"query": "MATCH (m:Memory) WHERE m.id = $x DETACH DELETE m", "write": True})
+    assert graph.counts() == before
+
+
+def test_errors_carry_kuzu_message_and_position(graph: Any) -> None:
+    with pytest.raises(InvalidInput, match=r"Parser exception.*offset"):
+        ops.cypher_run(graph, {"query": "MATCH (k:Key RETURN k"})
+
+
+def test_schema_lists_tables_properties_and_functions(graph: Any) -> None:
+    schema = ops.cypher_schema(graph, {})
+    tables = {t["name"]: t for t in schema["tables"]}
+    assert {"Key", "Memory", "LINKS", "SUPERSEDES"} <= set(tables)
+    assert {"id", "content", "superseded_by"} <= {p["name"] for p in tables["Memory"]["properties"]}
+    assert tables["LINKS"]["connections"] == [["Key", "Memory"]]
+    assert "LOWER" in schema["functions"] or "lower" in schema["functions"]
+
+
+def test_one_shot_formats_and_script_errors(store_env: dict[str, Any], tmp_path: Any) -> None:
+    env = store_env["env"]
+    out = run_cli(["cypher", "--format", "json", "-c", "MATCH (k:Key) WHERE k.text = 'python' RETURN k.text AS t, k.namespace AS ns ORDER BY ns;"], env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [{"t": "python", "ns": "default"}, {"t": "python", "ns": "work"}]
+    out = run_cli(["cypher", "--format", "csv", "-c", "MATCH (m:Memory) WHERE NOT m.active RETURN count(m) AS old;"], env)
+    assert out.stdout.splitlines() == ["old", "1"]
+    script = tmp_path / "q.cypher"
+    script.write_text("MATCH (k:Key)\nRETURN count(k);\n\nMATCH (m:Memory)\nRETURN m.nope;\n")
+    out = run_cli(["cypher", "-f", str(script)], env)
+    assert out.returncode == 1
+    assert f"statement 2 ({script} line 4)" in out.stderr and "Cannot find property nope" in out.stderr
+    out = run_cli(["cypher", "-c", "MATCH (m:Memory) DETACH DELETE m;"], env)
+    assert out.returncode == 1 and "read-only" in out.stderr
+
+
+def test_interactive_session_in_a_terminal(store_env: dict[str, Any]) -> None:
+    """Drive the real console in a pseudo-terminal as a person would, and read the screen."""
+    pexpect = pytest.importorskip("pexpect")
+    env = {**store_env["env"], "TERM": "dumb", "COLUMNS": "100", "LINES": "40"}
+    child = pexpect.spawn(KEYMEM[0], [*KEYMEM[1:], "cypher"], env=env, encoding="utf-8", timeout=60,
+                          dimensions=(40, 100))
+    try:
+        child.expect("keymem cypher console on .*read-only")
+        child.expect_exact("keymem> ")
+        # a multi-line statement: the continuation prompt, then a result table with timing
+        child.sendline("MATCH (k:Key)")
+        child.expect_exact("...> ")
+        child.sendline("WHERE k.key_type = 'name' RETURN k.text AS name;")
+        child.expect(r"\| name +\|")
+        child.expect(r"\| Guido +\|")
+        child.expect(r"\(1 row, [0-9.]+ ms\)")
+        child.expect_exact("keymem> ")
+        # an error shows Kuzu's message and where
+        child.sendline("MATCH (k:Key RETURN k;")
+        child.expect("Parser exception.*offset")
+        child.expect_exact("keymem> ")
+        child.sendline(":tables")
+        child.expect(r"\| Memory +\| NODE")
+        child.expect_exact("keymem> ")
+        # read-only refusal
+        child.sendline("MATCH (m:Memory) DETACH DELETE m;")
+        child.expect("read-only console")
+        child.expect_exact("keymem> ")
+        child.sendline("MATCH (m:Memory) RETURN count(m) AS n;")
+        child.expect(r"\| 7 +\|")
+        child.expect_exact("keymem> ")
+        # completion of a table name
+        child.send("MATCH (m:Memo\t")
+        child.expect("Memo\x07?ry")  # completed to the common prefix of Memory / MemoryNorm (with a bell)
+        child.sendline(") RETURN count(*) AS c;")
+        child.expect(r"\| 7 +\|")
+        child.expect_exact("keymem> ")
+        # :write on lifts read-only mode, with the warning
+        child.sendline(":write on")
+        child.expect("bypass keymem's invariants")
+        child.expect_exact("keymem[write]> ")
+        child.sendline("CREATE (:Meta {name: 'from_pty', value: 'yes'});")
+        child.expect(r"\(0 rows")
+        child.sendline(":write off")
+        child.expect_exact("keymem> ")
+        child.sendline(":quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    import kuzu
+
+    db = kuzu.Database(str(store_env["settings"].db_path), read_only=True)
+    try:
+        rows = kuzu.Connection(db).execute("MATCH (m:Meta) WHERE m.name = 'from_pty' RETURN m.value")
+        assert not isinstance(rows, list) and rows.get_all() == [["yes"]]
+    finally:
+        db.close()
+    history = store_env["settings"].data_dir / "cypher_history"
+    assert "MATCH (k:Key) WHERE k.key_type = 'name' RETURN k.text AS name;" in history.read_text()
+
+
+def test_console_through_the_daemon(store_env: dict[str, Any]) -> None:
+    env = {**store_env["env"], "KEYMEM_DAEMON": "auto"}
+    started = run_cli(["daemon"], env)
+    assert started.returncode == 0, started.stderr
+    try:
+        out = run_cli(["cypher", "-c", "MATCH (k:Key) RETURN count(k) AS n; CREATE (:Meta {name: 'a', value: 'b'});"], env)
+        assert out.returncode == 1
+        assert "(1 row" in out.stdout and "read-only console" in out.stderr
+        out = run_cli(["stats", "--json"], env)
+        assert json.loads(out.stdout)["served_by"] == "daemon"
+        out = run_cli(["cypher", "--write", "-c", "CREATE (:Meta {name: 'a', value: 'b'});"], env)
+        assert out.returncode == 0 and "bypass keymem's invariants" in out.stderr
+    finally:
+        run_cli(["daemon", "--stop"], env)
+    assert sys.executable
+
+
+def test_saved_queries_in_explorer_doc_run_read_only(graph: Any, populated: dict[str, str]) -> None:
+    """Every query in docs/explorer.md is valid Kuzu 0.11 Cypher and reads only."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "explorer.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```cypher\n(.*?)```", doc, re.S)
+    assert len(blocks) >= 4
+    for block in blocks:
+        query = block.strip().rstrip(";").replace("m_0123456789abcdef0123", populated["old"])
+        result = ops.cypher_run(graph, {"query": query})
+        assert result["columns"]
+    chain = ops.cypher_run(graph, {"query": blocks[3].strip().rstrip(";").replace("m_0123456789abcdef0123",
+                                                                                    populated["old"])})
+    assert [r[0] for r in chain["rows"]] == [populated["new"], populated["old"]]
