@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from keymem.memory.keys import name_id, new_id
+from keymem.memory.keys import add_literal_name, name_id, new_id, remove_literal_name
 from keymem.memory.tokenize import normalize_text
 from keymem.store.db import Tx
 
@@ -94,6 +94,7 @@ class Autokey:
                    learned=True, now=now)
             tx.run("alias/link", alias_id=alias_id, key_id=key_id)
             tx.run("key/name_create", id=nid, key_id=key_id)
+            add_literal_name(tx, k["namespace"], query, key_id)
             tx.run("alias/pending_delete", id=pid)
 
     def prune(self) -> int:
@@ -104,5 +105,6 @@ class Autokey:
             with self.graph.store.write() as tx:
                 for r in rows:
                     tx.run("key/name_delete", id=name_id(r["namespace"], r["norm"]))
+                    remove_literal_name(tx, r["namespace"], r["text"], r["key_id"])
                     tx.run("alias/delete", id=r["id"])
         return len(rows)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from keymem.errors import InvalidInput
 from keymem.memory import validate
-from keymem.memory.keys import name_id
+from keymem.memory.keys import add_literal_name, name_id
 from keymem.memory.tokenize import normalize_text
 from keymem.memory.write import norm_id
 
@@ -382,6 +382,7 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
             tx.run("io/key_create", id=k["id"], namespace=k["namespace"], text=k["text"], norm=norm,
                    key_type=k["key_type"], created_at=k["created_at"], last_hit_at=k["last_hit_at"])
             tx.run("key/name_create", id=name_id(k["namespace"], norm), key_id=k["id"])
+            add_literal_name(tx, k["namespace"], k["text"], k["id"])
             taken[name_id(k["namespace"], norm)] = k["id"]
             if k["id"] in vectors:
                 graph.vectors.insert(tx, k["id"], k["namespace"], vectors[k["id"]])
@@ -396,6 +397,7 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
                        last_hit_at=a["last_hit_at"])
                 tx.run("alias/link", alias_id=a["id"], key_id=k["id"])
                 tx.run("key/name_create", id=anid, key_id=k["id"])
+                add_literal_name(tx, k["namespace"], a["text"], k["id"])
                 taken[anid] = k["id"]
                 report["aliases_created"] += 1
             tick()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from keymem.memory.tokenize import normalize_text
+from keymem.memory.tokenize import literal_key, normalize_text
 from keymem.memory.views import KeyView
 from keymem.store.db import Tx
 
@@ -33,6 +33,23 @@ def new_id(prefix: str) -> str:
 def name_id(namespace: str, norm: str) -> str:
     """Primary key of a KeyName row: unique per namespace and normalised text."""
     return f"{namespace}\x1f{norm}"
+
+
+def add_literal_name(tx: Tx, namespace: str, text: str, key_id: str) -> None:
+    """Also register the key's literal form when it differs from its normalised text.
+
+    Recall matches names by the query's word n-grams, which drop punctuation ("Dr. Smith"
+    appears as "dr smith"); without this row such a name could never match literally.
+    """
+    form = literal_key(text)
+    if form and form != normalize_text(text):
+        tx.run("key/name_literal", id=name_id(namespace, form), key_id=key_id)
+
+
+def remove_literal_name(tx: Tx, namespace: str, text: str, key_id: str) -> None:
+    form = literal_key(text)
+    if form and form != normalize_text(text):
+        tx.run("key/name_delete_if", id=name_id(namespace, form), key_id=key_id)
 
 
 @dataclass
@@ -93,6 +110,7 @@ class KeyResolver:
             merged = self._merge_target(vec, namespace, len(norm))
             if merged is not None:
                 self.tx.run("key/name_create", id=nid, key_id=merged.key_id)
+                add_literal_name(self.tx, namespace, text, merged.key_id)
                 alias_id = new_id("a")
                 self.tx.run(
                     "alias/create", id=alias_id, key_id=merged.key_id, namespace=namespace, text=text,
@@ -106,6 +124,7 @@ class KeyResolver:
             "key/create", id=key_id, namespace=namespace, text=text, norm=norm, key_type=key_type, now=self.now
         )
         self.tx.run("key/name_create", id=nid, key_id=key_id)
+        add_literal_name(self.tx, namespace, text, key_id)
         if vec is not None:
             self.graph.vectors.insert(self.tx, key_id, namespace, vec)
             self._pending_vecs.setdefault(namespace, []).append((key_id, vec))

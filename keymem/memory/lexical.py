@@ -29,26 +29,36 @@ under the lock and keeps a snapshot row alive only if that exact document object
 live version of its id.  Anything added, replaced or removed during the build therefore stays
 in the new delta / gets masked: no write is lost and every write is visible to the next search.
 
+Scoring reads the bm25s CSC arrays (``scores["data"/"indices"/"indptr"]``) directly instead of
+calling ``retrieve(weight_mask=...)``: retrieve sums the precomputed scores and cannot apply
+the per-term IDF correction above.  Masked rows are dropped by filtering the candidates on the
+``alive`` array, which is what ``weight_mask`` would do.
+
 Namespaces: one index per namespace, not one index with a namespace mask
 -------------------------------------------------------------------------
-Building a mask from a per-doc namespace-code array is cheap (~40 us at 100k docs), so cost
-is not the reason.  Per-namespace shards are chosen because (1) BM25 statistics then belong to
-the namespace: with a shared index the scores (and the ``content_relevance`` derived from them)
-in namespace A would move whenever B writes, which is both a cross-tenant signal and
-irreproducible; (2) a search costs in proportion to its namespace's posting lists, not the
-whole store's (measured: a query in a 1k-doc namespace takes ~0.1 ms next to a 100k-doc one,
-versus ~2 ms when scoring a shared 101k index and masking); (3) rebuilds are per namespace, so a
-busy agent does not make every namespace's index be rebuilt.  Isolation is structural: a search
-only ever touches its own shard.
+Building a mask from a per-doc namespace-code array is cheap (~10 us per query at 100k docs),
+so that cost is not the reason.  Per-namespace shards are chosen because (1) BM25 statistics
+then belong to the namespace: with a shared index the scores (and the ``content_relevance``
+derived from them) in namespace A would move whenever B writes, which is both a cross-tenant
+signal and irreproducible; (2) a search costs in proportion to its own namespace's postings:
+measured, a query in a 1k-doc namespace takes ~0.03 ms next to a 100k-doc namespace, while
+scoring a shared 101k-doc index and masking costs what the big namespace's search costs
+(~0.45 ms); (3) rebuilds are per namespace, so one busy agent does not make everyone's index
+be rebuilt.  Isolation is structural: a search only ever touches its own shard.
 
-Measured (2 cores, Python 3.11, numpy 2.4, bm25s 0.3.16; 100k English docs of ~20 words in one
-namespace; script in ``tests/memory/test_lexical.py``'s docstring):
+Measured (2 cores shared with other work, CPython 3.11, numpy 2.4, bm25s 0.3.16; 100k English
+docs of 14-26 words in one namespace; CPU time because wall-clock on the shared box was noisy;
+script in ``tests/memory/test_lexical.py``):
 
-* ``add_many`` of 100k docs: tokenisation ~3.1 s + main build ~2.4 s;
-* ``add()`` ~0.05 ms amortised (tokenisation included; a background rebuild every 5k adds);
-* full rebuild at 100k: ~2.4 s (bm25s ``index()`` ~1.5 s of it), off the lock;
-* ``search`` p50 ~1.4 ms / p95 ~4 ms with a 5k-doc delta, ~0.9 ms right after a rebuild;
-* RSS ~ +180 MB for the 100k-doc index (texts are not kept, only term ids).
+* ``add_many`` of 100k docs: ~5.7 s CPU, ~4.5 s of it tokenisation; the main build ~0.5 s.
+* ``add()``: ~0.14 ms CPU amortised, counting the background rebuilds' CPU (every ~5k adds).
+* full rebuild of ~113k docs: ~0.4-0.5 s CPU (0.4-1.3 s wall), outside the lock.  bm25s's own
+  builder takes ~1.2 s for the same work (see :class:`_VectorizedBM25`).
+* ``search`` (k=10, 3-6 word queries): p50 ~0.45 ms, p95 ~0.8 ms right after a rebuild;
+  p50 ~0.6 ms, p95 ~1.2 ms with a 3.7k-doc delta and 1k masked rows.
+* memory: ~50 MB of retained Python/numpy objects for 100k docs (tracemalloc; texts are not
+  kept, only int32 term ids); process RSS +160 MB after the bulk load because the allocator
+  keeps the build's transient buffers (~130 MB peak) for the next rebuild.
 """
 
 from __future__ import annotations
@@ -62,7 +72,6 @@ from array import array
 from collections import Counter, deque
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 
 import bm25s
 import numpy as np
@@ -79,6 +88,8 @@ _bm25s_log = logging.getLogger("bm25s")
 if _bm25s_log.level == logging.DEBUG:
     _bm25s_log.setLevel(logging.WARNING)
 
+# Lucene/bm25s defaults.  Not tuned: the project has no labelled recall set for this yet, and
+# short memories make b (length normalisation) matter little.
 K1 = 1.5
 B = 0.75
 
@@ -94,14 +105,16 @@ def idf(n_docs: int, df: int) -> float:
 
 
 def capped(score: float) -> float:
-    """Map a raw BM25 score to [0, 1): ``s / (1 + s)``.
+    """Map a raw BM25 score to [0, 1): ``s / (1 + s)`` (0 for non-positive or NaN input).
 
     This is the ``content_relevance`` shown to agents.  It is monotone in the raw score and
     saturates smoothly; it is not a probability and is not comparable across namespaces with very
-    different sizes.
+    different sizes.  (Floats round scores above ~1e16 to exactly 1.0.)
     """
-    if score <= 0.0 or math.isnan(score):
+    if not score > 0.0:  # also catches NaN
         return 0.0
+    if math.isinf(score):
+        return 1.0
     return score / (1.0 + score)
 
 
@@ -172,6 +185,7 @@ class _Shard:
     masked: int = 0
     delta: dict[str, _Doc] = field(default_factory=dict)
     postings: dict[int, dict[str, int]] = field(default_factory=dict)  # delta: term -> {id: tf}
+    unindexed: set[str] = field(default_factory=set)  # bulk-loaded delta ids without postings yet
     df: dict[int, int] = field(default_factory=dict)  # live docs (main + delta)
     n: int = 0
     total_len: int = 0
@@ -187,16 +201,78 @@ class _Shard:
     def pending(self) -> int:
         return len(self.delta) + self.masked
 
+    def post(self, doc_id: str, doc: _Doc) -> None:
+        """Add ``doc``'s delta postings."""
+        postings = self.postings
+        for tid, c in Counter(doc.terms).items():
+            p = postings.get(tid)
+            if p is None:
+                p = postings[tid] = {}
+            p[doc_id] = c
+
+    def ensure_posted(self) -> None:
+        """Post bulk-loaded delta documents (``add_many`` defers this; a search needs it)."""
+        if self.unindexed:
+            for doc_id in self.unindexed:
+                self.post(doc_id, self.delta[doc_id])
+            self.unindexed.clear()
+
+
+class _VectorizedBM25(bm25s.BM25):
+    """``bm25s.BM25`` with a vectorised ``build_index_from_ids`` (the hook bm25s documents for
+    building "in a different way").
+
+    bm25s's stock builder loops over documents in Python (Counter + small numpy ops per doc):
+    ~1.2 s at 100k docs, all of it holding the GIL, so concurrent ``add``/``search`` calls queue
+    behind the 5 ms GIL switch interval (on the loaded 2-core dev box add() went from ~0.05 ms to
+    several ms while it ran).  This one does the same arithmetic with whole-array numpy operations
+    (~0.3 s at 100k, mostly in sorts that release the GIL) and returns the same CSC layout;
+    ``tests/memory/test_lexical.py`` checks it against the stock builder.  Lucene/Robertson term
+    frequency only (the only variant this module uses).
+    """
+
+    def build_index_from_ids(
+        self,
+        unique_token_ids: list[int],
+        corpus_token_ids: list[np.ndarray],
+        show_progress: bool = True,
+        leave_progress: bool = False,
+    ) -> dict[str, np.ndarray | int]:
+        if self.method not in ("lucene", "robertson"):  # pragma: no cover - guarded by caller
+            raise ValueError(f"vectorised builder does not support method={self.method!r}")
+        n_vocab = len(unique_token_ids)
+        n_docs = len(corpus_token_ids)
+        lengths = np.fromiter((len(d) for d in corpus_token_ids), dtype=np.int64, count=n_docs)
+        flat = np.concatenate(corpus_token_ids).astype(np.int64) if n_docs else np.zeros(0, np.int64)
+        avg_doc_len = float(lengths.mean()) if n_docs else 0.0
+        doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+        pairs, tf = np.unique(doc_of * max(n_vocab, 1) + flat, return_counts=True)
+        rows = pairs // max(n_vocab, 1)
+        cols = pairs % max(n_vocab, 1)
+        df = np.bincount(cols, minlength=n_vocab)
+        idf_arr = np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(self.dtype)
+        tf_f = tf.astype(self.dtype)
+        norm = self.k1 * ((1.0 - self.b) + self.b * lengths[rows] / avg_doc_len) if len(rows) else 0.0
+        scores = (idf_arr[cols] * (tf_f / (norm + tf_f))).astype(self.dtype)
+        order = np.argsort(cols, kind="stable")  # by term; rows stay ascending within a term
+        indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+        np.cumsum(df, out=indptr[1:])
+        return {
+            "data": scores[order],
+            "indices": rows[order].astype(self.int_dtype),
+            "indptr": indptr,
+            "num_docs": n_docs,
+        }
+
 
 def _build_main(snapshot: list[tuple[str, _Doc]]) -> _Main:
     """Build a bm25s index for ``snapshot``.  Runs without the lock: touches no shared state."""
     ids = [doc_id for doc_id, _ in snapshot]
     docs = [doc for _, doc in snapshot]
-    lengths = np.fromiter((d.length for d in docs), dtype=np.int64, count=len(docs))
-    total = int(lengths.sum())
-    flat = np.fromiter(chain.from_iterable(d.terms for d in docs), dtype=np.int64, count=total)
+    lengths = np.fromiter((len(d.terms) for d in docs), dtype=np.int64, count=len(docs))
+    flat = np.frombuffer(b"".join(d.terms for d in docs), dtype=np.int32)
     avgdl = float(lengths.mean()) if len(docs) else 0.0
-    if total == 0:
+    if flat.size == 0:
         return _Main(
             data=np.zeros(0, np.float32),
             indices=np.zeros(0, np.int32),
@@ -209,10 +285,11 @@ def _build_main(snapshot: list[tuple[str, _Doc]]) -> _Main:
         )
     uniq, inverse = np.unique(flat, return_inverse=True)
     col_of = {t: i for i, t in enumerate(uniq.tolist())}
-    bounds = np.cumsum(lengths)[:-1]
-    corpus = [part.tolist() for part in np.split(inverse.astype(np.int32), bounds)]
-    model = bm25s.BM25(k1=K1, b=B, method="lucene")
-    # Tuple form: (token ids per doc, vocab) skips bm25s's own string vocabulary pass.
+    inverse = inverse.reshape(-1)
+    ends = np.cumsum(lengths).tolist()
+    corpus = [inverse[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+    model = _VectorizedBM25(k1=K1, b=B, method="lucene")
+    # Tuple form (token ids per doc, vocab) skips bm25s's string-vocabulary pass.
     model.index((corpus, dict(col_of)), create_empty_token=False, show_progress=False)
     scores = model.scores
     indptr = np.asarray(scores["indptr"])
@@ -284,13 +361,25 @@ class LexicalIndex:
         before returning (so a freshly opened store searches at full speed); others follow the
         normal policy.
         """
-        prepared = [(doc_id, tokenize(text), ns) for doc_id, text, ns in docs]
         touched: set[str] = set()
+        batch: list[tuple[str, list[str], str]] = []
+
+        def apply() -> None:
+            # Tokenise outside the lock, index a batch under it: bounded memory, and searches
+            # interleave with a long bulk load.
+            with self._lock:
+                for doc_id, tokens, ns in batch:
+                    self._add_locked(doc_id, self._term_ids(tokens), ns, post=False)
+                    touched.add(ns)
+            batch.clear()
+
+        for doc_id, text, ns in docs:
+            batch.append((doc_id, tokenize(text), ns))
+            if len(batch) >= 1024:
+                apply()
+        apply()
+        sync: list[str] = []
         with self._lock:
-            for doc_id, tokens, ns in prepared:
-                self._add_locked(doc_id, self._term_ids(tokens), ns)
-                touched.add(ns)
-            sync: list[str] = []
             for ns in touched:
                 shard = self._shards.get(ns)
                 if shard is None:
@@ -316,7 +405,10 @@ class LexicalIndex:
         if run_now:
             self._drain()
 
-    def _add_locked(self, doc_id: str, terms: array[int], ns: str) -> None:
+    def _add_locked(self, doc_id: str, terms: array[int], ns: str, *, post: bool = True) -> None:
+        """Index a document into the delta.  ``post=False`` (bulk load) defers its postings:
+        a bulk load usually ends in a rebuild, and 100k docs of per-term dicts would cost
+        ~150 MB of transient memory for nothing."""
         old = self._docs.get(doc_id)
         if old is not None:
             self._remove_locked(doc_id, old)
@@ -326,12 +418,13 @@ class LexicalIndex:
             shard = self._shards[ns] = _Shard()
         self._docs[doc_id] = doc
         shard.delta[doc_id] = doc
-        for tid, c in Counter(terms).items():
-            p = shard.postings.get(tid)
-            if p is None:
-                p = shard.postings[tid] = {}
-            p[doc_id] = c
-            shard.df[tid] = shard.df.get(tid, 0) + 1
+        if post:
+            shard.post(doc_id, doc)
+        else:
+            shard.unindexed.add(doc_id)
+        df = shard.df
+        for tid in set(terms):
+            df[tid] = df.get(tid, 0) + 1
         shard.n += 1
         shard.total_len += len(terms)
 
@@ -340,11 +433,10 @@ class LexicalIndex:
         shard = self._shards[doc.ns]
         unique = set(doc.terms)
         if shard.delta.pop(doc_id, None) is not None:
-            for tid in unique:
-                p = shard.postings[tid]
-                del p[doc_id]
-                if not p:
-                    del shard.postings[tid]
+            if doc_id in shard.unindexed:
+                shard.unindexed.discard(doc_id)
+            else:
+                self._unpost(shard, doc_id, unique)
         else:
             row = shard.row_of.pop(doc_id)
             shard.alive[row] = False
@@ -357,6 +449,14 @@ class LexicalIndex:
                 del shard.df[tid]
         shard.n -= 1
         shard.total_len -= len(doc.terms)
+
+    @staticmethod
+    def _unpost(shard: _Shard, doc_id: str, unique: set[int]) -> None:
+        for tid in unique:
+            p = shard.postings[tid]
+            del p[doc_id]
+            if not p:
+                del shard.postings[tid]
 
     # ------------------------------------------------------------------ rebuilds
 
@@ -394,23 +494,15 @@ class LexicalIndex:
             self._rebuild(ns)
 
     def _rebuild(self, ns: str) -> None:
-        with self._lock:
-            shard = self._shards.get(ns)
-            if shard is None or shard.rebuilding:
-                return
-            shard.rebuilding = True
-            self._active += 1
-            snapshot: list[tuple[str, _Doc]] = []
-            if shard.main is not None:
-                main = shard.main
-                snapshot.extend((main.ids[r], main.docs[r]) for r in shard.row_of.values())
-            snapshot.extend(shard.delta.items())
+        """Snapshot under the lock, build outside it, swap under it."""
+        begun = self._begin_rebuild(ns)
+        if begun is None:
+            return
+        shard, snapshot = begun
         started = time.perf_counter()
-        main_new: _Main | None = None
         try:
-            if snapshot:
-                main_new = _build_main(snapshot)
-        except Exception:  # pragma: no cover - bm25s failure must not lose documents
+            main = _build_main(snapshot) if snapshot else None
+        except Exception:  # pragma: no cover - a bm25s failure must not lose documents
             log.exception("lexical index rebuild failed for namespace %r; keeping the delta", ns)
             with self._lock:
                 shard.rebuilding = False
@@ -418,9 +510,29 @@ class LexicalIndex:
                 self._rebuild_failures += 1
                 self._cond.notify_all()
             return
+        if self._finish_rebuild(ns, shard, main, started):
+            self._drain()
+
+    def _begin_rebuild(self, ns: str) -> tuple[_Shard, list[tuple[str, _Doc]]] | None:
+        """Mark ``ns`` as rebuilding and snapshot its live documents (ids + term arrays)."""
+        with self._lock:
+            shard = self._shards.get(ns)
+            if shard is None or shard.rebuilding:
+                return None
+            shard.rebuilding = True
+            self._active += 1
+            snapshot: list[tuple[str, _Doc]] = []
+            if shard.main is not None:
+                main = shard.main
+                snapshot.extend((main.ids[r], main.docs[r]) for r in shard.row_of.values())
+            snapshot.extend(shard.delta.items())
+            return shard, snapshot
+
+    def _finish_rebuild(self, ns: str, shard: _Shard, main: _Main | None, started: float) -> bool:
+        """Install a built main.  True if the caller must run a follow-up rebuild now."""
         with self._lock:
             try:
-                self._swap_locked(shard, main_new)
+                self._swap_locked(shard, main)
                 self._rebuilds += 1
                 self._last_rebuild_s = time.perf_counter() - started
             finally:
@@ -430,8 +542,7 @@ class LexicalIndex:
                     del self._shards[ns]
                 again = self._maybe_schedule(ns) if ns in self._shards else False
                 self._cond.notify_all()
-        if again:
-            self._drain()
+        return again
 
     def _swap_locked(self, shard: _Shard, main: _Main | None) -> None:
         """Install ``main``; rows whose document changed during the build are masked."""
@@ -446,14 +557,14 @@ class LexicalIndex:
                 if docs.get(doc_id) is doc:
                     alive[row] = True
                     row_of[doc_id] = row
-        # Delta documents now in the main leave the delta; later additions stay.
-        for doc_id in [d for d in shard.delta if d in row_of]:
-            doc = shard.delta.pop(doc_id)
-            for tid in set(doc.terms):
-                p = shard.postings[tid]
-                del p[doc_id]
-                if not p:
-                    del shard.postings[tid]
+        # Delta documents now in the main leave the delta; later additions stay.  The delta is
+        # usually far smaller than what moved, so rebuild its postings instead of deleting.
+        if row_of:
+            shard.delta = {d: doc for d, doc in shard.delta.items() if d not in row_of}
+            shard.postings = {}
+            shard.unindexed = set()
+            for doc_id, doc in shard.delta.items():
+                shard.post(doc_id, doc)
         shard.main = main if main is not None and row_of else None
         if shard.main is None:
             alive = np.zeros(0, dtype=bool)
@@ -572,6 +683,7 @@ class LexicalIndex:
     ) -> list[tuple[str, float]]:
         if not shard.delta:
             return []
+        shard.ensure_posted()
         norm_a = K1 * (1.0 - B)
         norm_b = K1 * B / shard.avgdl()
         delta = shard.delta

@@ -13,6 +13,9 @@ Pipeline
 3. Split into script runs: a maximal stretch of whitespace-separated chunks that contain
    Hangul goes to Kiwi as one piece (so the analyser sees context); everything else is split
    into words with a regular expression.
+4. Bounds for hostile input: at most ``KIWI_MAX_CHARS`` (64k) characters of Hangul per call go
+   to Kiwi (the rest is split on whitespace into surface eojeols), and words longer than
+   ``MAX_TOKEN_CHARS`` (100) are dropped, so a 1 MB text of any shape tokenises in seconds.
 
 Korean (kiwipiepy)
 ------------------
@@ -53,25 +56,30 @@ neutralise them.
 
 Plural stripping (kept)
 -----------------------
-A Harman "S-stemmer"-style rule on ASCII words of 4+ letters: ``-ies`` -> ``-y`` (not ``-eies``,
-``-aies``); ``-es`` -> ``-e`` (not ``-aes``, ``-ees``, ``-oes``); ``-s`` -> ``-`` (not ``-us``,
-``-ss``, ``-is``).  Measured on the 20.5k alphabetic whole-word entries of the bundled MiniLM
-(BERT) vocabulary: of the 2,937 words the rule changes, 2,233 (76%) land on a word that is in the
-vocabulary (``fruits`` -> ``fruit``, ``likes`` -> ``like``, ``cities`` -> ``city``), i.e. a
-plural/third-person form now meets its base form; 46 (1.6%) collide with a different word
-(``news`` -> ``new``, ``physics`` -> ``physic``); the rest map to a non-word that both sides
-share harmlessly (``movies`` -> ``movy``, ``james`` -> ``jame``).  Memories are short (~20 words),
-so vocabulary mismatch between a question and a stored fact is the dominant recall failure,
-and 76 useful conflations per 1.6 false ones is a good trade.  Porter/Snowball via PyStemmer would
-also conflate ``-ing``/``-ed`` but is not a dependency of the project.
+An S-stemmer (Harman 1991) on ASCII words of 4+ letters, with one extension: ``-ies`` -> ``-y``
+(not ``-eies``/``-aies``); ``-sses``/``-shes``/``-ches``/``-xes`` -> drop ``-es``; other ``-es`` ->
+drop ``-s`` (not ``-aes``/``-ees``/``-oes``); ``-s`` -> drop it (not ``-us``/``-ss``/``-is``).
+Measured on the 21,745 lowercase alphabetic whole words of the bundled MiniLM (BERT uncased)
+vocabulary, stopwords excluded: the rule changes 3,519 words and 3,116 of them (88.5%) land on
+another vocabulary word, i.e. a plural or third-person form now meets its base form
+(``fruits``/``fruit``, ``likes``/``like``, ``cities``/``city``, ``boxes``/``box``; Harman's rule alone:
+3,032).  A manual check of 200 random such conflations found 3 doubtful ones (``mets``->``met``,
+``browns``->``brown``, ``sevens``->``seven``), ~1.5%; the other 403 changed words map to a
+non-word both sides share harmlessly (``movies``->``movy``, ``james``->``jame``).  Memories are
+short (~20 words), so vocabulary mismatch between a question and the stored fact is the main
+lexical recall failure, and ~60 useful conflations per doubtful one is a good trade.  Porter /
+Snowball (PyStemmer) would also conflate ``-ing``/``-ed`` but is not a project dependency.
+Literal name matching (:func:`literal_tokens`) does not strip plurals.
 
-Costs (2-core dev box, Python 3.11, kiwipiepy 0.24.1; see ``tests/memory/test_tokenize.py``)
-------------------------------------------------------------------------------------------
-* Kiwi construction + model load (first Korean text only): ~0.9 s and ~310 MB RSS with the
-  typo and multi-word dictionaries disabled (with them: ~2 s, ~510 MB).  The typo dictionary
-  only normalises endings (which are dropped anyway); the multi-word dictionary fuses
-  multi-eojeol proper nouns into one token, which hurts partial matches in BM25.
-* English: ~90k short texts/s... see the module test docstring for the measured figures.
+Costs (2-core box, CPython 3.11, kiwipiepy 0.24.1; script in ``tests/memory/test_tokenize.py``)
+-----------------------------------------------------------------------------------------
+* Kiwi, built on the first text that contains Hangul: ~0.9 s on an idle box (2-4 s wall on
+  a loaded one) and ~+320 MB RSS, with the typo and multi-word dictionaries off (on: ~2 s and
+  ~+510 MB).  The typo dictionary only normalises endings, which are dropped anyway; the
+  multi-word dictionary fuses multi-eojeol proper nouns into one token, which defeats partial
+  matches in BM25.  English-only processes never pay for it.
+* English: ~37 us CPU per 20-word text (~3 MB/s).
+* Korean: ~0.7 ms CPU per 47-character sentence (~65-75k chars/s); Kiwi is 90% of it.
 """
 
 from __future__ import annotations
@@ -107,8 +115,7 @@ STOPWORDS: frozenset[str] = frozenset(STOPWORDS_EN_PLUS)
 
 _HANGUL = "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uffa0-\uffdc"
 _HANGUL_RE = re.compile(f"[{_HANGUL}]")
-# A whitespace chunk containing Hangul, then any further such chunks separated only by spaces.
-_HANGUL_RUN_RE = re.compile(rf"\S*[{_HANGUL}]\S*(?:\s+\S*[{_HANGUL}]\S*)*")
+_CHUNK_RE = re.compile(r"\S+")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 _CJK_RUN_RE = re.compile(f"[{_CJK}]+")
 _LATIN = (
@@ -141,6 +148,15 @@ _KIWI_RUN_TAGS = frozenset({"NNG", "NNP", "NNB", "NR", "NP", "MM", "XPN", "XR", 
 _KIWI_BREAK_TAGS = frozenset({"SF", "SP", "SS", "SSO", "SSC", "SE"})
 # Kiwi needs context but its cost and memory grow with input size: feed long runs in pieces.
 _KIWI_CHUNK = 2000
+# Kiwi runs at ~70k chars/s on prose and far slower on degenerate input (~20k chars/s on a
+# space-free "가가가..."), so one call to tokenize() sends at most this much Hangul to it; the
+# rest is split into whole eojeols (surface forms).  Memories are orders of magnitude shorter.
+KIWI_MAX_CHARS = 64_000
+# Spans longer than this are not words (space-free blobs); they get no compound/prefix terms.
+_MAX_SPAN = 32
+# Longer "words" (base64, hashes, space-free Hangul blobs) are dropped, as Lucene's standard
+# tokenizer caps token length: they never match a query and would bloat the vocabulary.
+MAX_TOKEN_CHARS = 100
 
 
 @cache
@@ -227,6 +243,8 @@ def _raw_words(text: str) -> list[str]:
                 words.extend(p for p in num.split(",") if p)
             continue
         w = m.group("word")
+        if len(w) > MAX_TOKEN_CHARS:
+            continue
         if w.endswith("'s"):
             w = w[:-2]
         words.append(w)
@@ -336,7 +354,7 @@ def _analyse_hangul(run: str) -> list[_Eojeol]:
     kiwi = _get_kiwi()
     result: list[_Eojeol] = []
     for piece in _chunks(run):
-        spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", piece)]
+        spans = [(m.start(), m.end()) for m in _CHUNK_RE.finditer(piece)]
         if not spans:
             continue
         with _kiwi_call_lock:
@@ -382,14 +400,14 @@ def _eojeol(piece: str, s: int, e: int, toks: list[Any]) -> _Eojeol:
         first, last = run_toks[0], run_toks[-1]
         span = piece[first.start : last.start + last.len]
         ej.word = span
-        if len(run_toks) > 1:
+        if len(run_toks) > 1 and len(span) <= _MAX_SPAN:
             if run_toks[0].tag == "MM":
                 # Determiners are written apart from their noun; 동/MM 건/NNG glued together is
                 # a name Kiwi did not know, and 건 alone must not match literally.
                 ej.fragments.update(t.form for t in run_toks[1:])
             if span not in ej.terms:
                 ej.terms.append(span)
-            for t in run_toks[:-1]:  # morpheme-boundary prefixes: 동건씨 -> 동건
+            for t in run_toks[:-1][:4]:  # morpheme-boundary prefixes: 동건씨 -> 동건
                 prefix = piece[first.start : t.start + t.len]
                 if len(prefix) > 1:
                     ej.variants.append(prefix)
@@ -410,14 +428,30 @@ def _eojeol(piece: str, s: int, e: int, toks: list[Any]) -> _Eojeol:
 
 
 def _segments(text: str) -> list[tuple[bool, str]]:
-    """Alternating (is_hangul, text) runs of prepared text."""
+    """Alternating (is_hangul, text) runs of prepared text.
+
+    A run is a maximal sequence of whitespace-separated chunks that contain Hangul.  Chunks are
+    classified one by one (linear time; a single regex for "chunks containing Hangul" would
+    backtrack quadratically over a long chunk without any).
+    """
     out: list[tuple[bool, str]] = []
     pos = 0
-    for m in _HANGUL_RUN_RE.finditer(text):
-        if m.start() > pos:
-            out.append((False, text[pos : m.start()]))
-        out.append((True, m.group()))
-        pos = m.end()
+    run_start = run_end = -1
+    for m in _CHUNK_RE.finditer(text):
+        if _HANGUL_RE.search(m.group()):
+            if run_start < 0:
+                run_start = m.start()
+            run_end = m.end()
+        elif run_start >= 0:
+            if run_start > pos:
+                out.append((False, text[pos:run_start]))
+            out.append((True, text[run_start:run_end]))
+            pos, run_start = run_end, -1
+    if run_start >= 0:
+        if run_start > pos:
+            out.append((False, text[pos:run_start]))
+        out.append((True, text[run_start:run_end]))
+        pos = run_end
     if pos < len(text):
         out.append((False, text[pos:]))
     return out
@@ -435,7 +469,7 @@ def tokenize(text: str) -> list[str]:
     if not _HANGUL_RE.search(text):
         _index_terms(text, out)
         return out
-    for is_hangul, seg in _segments(text):
+    for is_hangul, seg in _budgeted(_segments(text)):
         if is_hangul:
             for ej in _analyse_hangul(seg):
                 out.extend(ej.terms)
@@ -444,11 +478,30 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+def _budgeted(segments: list[tuple[bool, str]]) -> list[tuple[bool, str]]:
+    """Demote Hangul beyond ``KIWI_MAX_CHARS`` to the plain word path (cut at whitespace)."""
+    budget = KIWI_MAX_CHARS
+    out: list[tuple[bool, str]] = []
+    for is_hangul, seg in segments:
+        if not is_hangul or budget >= len(seg):
+            out.append((is_hangul, seg))
+            budget -= len(seg) if is_hangul else 0
+            continue
+        cut = seg.rfind(" ", 0, budget) if budget > 0 else -1
+        if cut > 0:
+            out.append((True, seg[:cut]))
+            out.append((False, seg[cut:]))
+        else:
+            out.append((False, seg))
+        budget = 0
+    return out
+
+
 def _literal_words(text: str) -> tuple[list[str], list[list[str]]]:
     """(single literal terms, clauses of literal words) of prepared text."""
     singles: list[str] = []
     clauses: list[list[str]] = [[]]
-    for is_hangul, seg in _segments(text):
+    for is_hangul, seg in _budgeted(_segments(text)):
         if is_hangul:
             for ej in _analyse_hangul(seg):
                 if ej.word:

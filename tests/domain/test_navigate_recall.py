@@ -164,3 +164,14 @@ def test_recall_inject_floor(graph: MemoryGraph, fruit: dict[str, str]) -> None:
     res = graph.recall_inject(prompt="what fruit does the user like, strawberries?")
     assert fruit["straw"] in res.memory_ids and "strawberries" in res.text
     assert graph.recall_inject(prompt="zzzz qqqq xxxx").memory_ids == []
+
+
+def test_names_with_punctuation_match_literally(graph: MemoryGraph) -> None:
+    m = graph.remember(content="The user's dentist is on Main Street", keys=["Dr. Smith", "dentist"],
+                       key_types=["name", "concept"])
+    r = graph.recall(query="when is my appointment with dr smith?")
+    assert r.keys[0].key == "Dr. Smith" and r.keys[0].score_kind == "literal_match"
+    assert r.memory is not None and r.memory.memory_id == m.memory_id
+    ko = graph.remember(content="동건은 딸기를 좋아한다", keys=["동건"], key_types=["name"])
+    r2 = graph.recall(query="동건이 좋아하는 과일은?")
+    assert r2.keys[0].key == "동건" and r2.memory is not None and r2.memory.memory_id == ko.memory_id

@@ -1,0 +1,1 @@
+MATCH (n:KeyName) WHERE n.id = $id AND n.key_id = $key_id DELETE n
