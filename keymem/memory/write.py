@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from keymem.errors import InvalidInput, NotFound
+from keymem.errors import InvalidInput, KeymemError, NotFound
 from keymem.memory import validate
 from keymem.memory.keys import KeyResolver, name_id, new_id
 from keymem.memory.tokenize import normalize_text
@@ -124,12 +124,8 @@ def _write_one(graph: MemoryGraph, tx: Tx, resolver: KeyResolver, it: Item, now:
         supersedes=supersedes, source=json.dumps(it.source, ensure_ascii=False) if it.source else None,
     )
     tx.run("memory/norm_create", id=nid, memory_id=mid)
-    seen: set[str] = set()
-    for rk in resolved:
-        if rk.key_id in seen:
-            continue
-        seen.add(rk.key_id)
-        tx.run("memory/link_key", key_id=rk.key_id, memory_id=mid, weight=LINK_INIT, now=now)
+    key_ids = list(dict.fromkeys(rk.key_id for rk in resolved))
+    tx.run("memory/link_keys", key_ids=key_ids, memory_id=mid, weight=LINK_INIT, now=now)
     for other in it.related_to:
         tx.run("memory/relate", src=mid, dst=other, weight=RELATED_WEIGHT, now=now)
     doc = " ".join([*(rk.text for rk in resolved), *(t for t, _ in it.keys), it.content])
@@ -143,11 +139,17 @@ def remember_items(graph: MemoryGraph, items: list[Item], source: dict[str, Any]
     now = graph.now()
     with graph.store.write() as tx:
         resolver = KeyResolver(graph, tx, vectors, now)
+        resolver.prefetch([(text, it.namespace) for it in items for text, _ in it.keys])
         results = []
-        for it in items:
+        for i, it in enumerate(items):
             if source and not it.source:
                 it.source = source
-            results.append(_write_one(graph, tx, resolver, it, now))
+            try:
+                results.append(_write_one(graph, tx, resolver, it, now))
+            except KeymemError as exc:
+                if len(items) == 1:
+                    raise
+                raise type(exc)(f"items[{i}]: {exc}") from None
     graph.vectors.maybe_switch()
     return results
 

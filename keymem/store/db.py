@@ -120,15 +120,19 @@ class Store:
         self.path = Path(path)
         self.read_only = read_only
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        old_umask = os.umask(0o077)
+        # Kuzu creates its WAL and shadow files at the first write, long after opening, so the
+        # owner-only umask stays for the life of the process: memories are private data.
+        os.umask(os.umask(0o077) | 0o077)
+        for existing in self.path.parent.glob(self.path.name + "*"):
+            if existing.is_file() and not read_only:
+                with contextlib.suppress(OSError):
+                    os.chmod(existing, 0o600)
         try:
             self.db = kuzu.Database(
                 str(self.path), buffer_pool_size=buffer_pool_mb * 1024 * 1024, read_only=read_only
             )
         except Exception as exc:  # kuzu raises RuntimeError for lock/corruption
             raise StoreError(explain_open_error(self.path, exc)) from exc
-        finally:
-            os.umask(old_umask)
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._all_conns: list[Connection] = []

@@ -184,3 +184,12 @@ def test_namespaces_isolate_reads(graph: MemoryGraph) -> None:
     assert r.memory is not None and r.memory.content == "falcon is a bird"
     assert [k.memory_count for k in r.keys] == [1]
     assert graph.browse_keys(namespace="default").total == 0
+
+
+def test_batch_error_names_the_item(graph: MemoryGraph) -> None:
+    with pytest.raises(NotFound, match=r"^items\[1\]: related_to"):
+        graph.remember_batch([
+            {"content": "fine", "keys": ["a"]},
+            {"content": "points nowhere", "keys": ["b"], "related_to": ["m_0123456789abcdef0123"]},
+        ])
+    assert counts(graph)["m"] == 0

@@ -169,3 +169,16 @@ def test_read_only_store_refuses_writes(store: Store, tmp_path: Path) -> None:
             pass
     finally:
         ro.close()
+
+
+def test_store_files_stay_owner_only(tmp_path: Path) -> None:
+    s = Store(tmp_path / "db" / "k.kuzu", buffer_pool_mb=64)
+    try:
+        migrations.migrate(s)
+        with s.write() as tx:  # Kuzu creates its WAL only now
+            tx.run("meta/set", name="x", value="y")
+        files = [p for p in (tmp_path / "db").iterdir() if p.is_file()]
+        assert files and all(p.stat().st_mode & 0o077 == 0 for p in files), [oct(p.stat().st_mode) for p in files]
+        assert (tmp_path / "db").stat().st_mode & 0o777 == 0o700
+    finally:
+        s.close()

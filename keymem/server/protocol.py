@@ -1,0 +1,194 @@
+"""The daemon's wire protocol: newline-delimited JSON over an owner-only Unix socket.
+
+One request per line, one response line per request, in order, on each connection:
+
+    -> {"id": 7, "token": "<hex>", "method": "recall", "params": {...}, "source": {...} | null}
+    <- {"id": 7, "ok": true, "result": {...}}
+    <- {"id": 7, "ok": false, "error": {"type": "InvalidInput", "message": "..."}}
+
+``json.dumps`` escapes newlines inside strings, so a line is always one message. The token
+(a random 256-bit hex string in ``daemon.token``, mode 0600) is checked on every request;
+a wrong one gets an ``Unauthorized`` error and the connection is closed. This module is
+imported by the prompt hook, so it must stay stdlib-only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from keymem.errors import InvalidInput, KeymemError, ModelError, NotFound, StoreError
+
+PROTOCOL_VERSION = 1
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024  # remember_batch: 1000 items x 100k chars fits
+MAX_SOCKET_PATH = 104  # sun_path is 108 on Linux, 104 on macOS
+
+# The ten MCP tools, then the daemon's own methods.
+TOOLS = (
+    "recall", "browse_keys", "read_key", "read_memory", "confirm_memory",
+    "remember", "correct", "dismiss", "forget", "remember_batch",
+)
+CONTROL = ("ping", "counts", "stats", "inject", "sweep", "shutdown")
+
+
+class DaemonUnavailable(ConnectionError):
+    """No daemon answers (not running, crashed, refused us); the message says what to do."""
+
+
+class Unauthorized(KeymemError):
+    """The request's token does not match the daemon's."""
+
+
+class ProtocolError(KeymemError):
+    """A malformed request or response line."""
+
+
+class InternalError(KeymemError):
+    """The daemon hit an unexpected error; details are in its log."""
+
+
+ERROR_TYPES: dict[str, type[KeymemError]] = {
+    "InvalidInput": InvalidInput,
+    "NotFound": NotFound,
+    "StoreError": StoreError,
+    "ModelError": ModelError,
+    "Unauthorized": Unauthorized,
+    "ProtocolError": ProtocolError,
+    "InternalError": InternalError,
+}
+
+
+def error_payload(exc: BaseException) -> dict[str, str]:
+    """The wire form of an exception (KeymemError messages are safe to show)."""
+    name = type(exc).__name__
+    for wire, cls in ERROR_TYPES.items():
+        if isinstance(exc, cls):
+            name = wire
+            break
+    else:
+        name = "InternalError"
+    return {"type": name, "message": str(exc)}
+
+
+def raise_error(err: Any) -> None:
+    """Re-raise a wire error as the matching keymem exception."""
+    if not isinstance(err, dict):
+        raise ProtocolError(f"malformed error from the daemon: {err!r}")
+    cls = ERROR_TYPES.get(str(err.get("type")), InternalError)
+    raise cls(str(err.get("message", "unknown error")))
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+class LineReader:
+    """Reads newline-terminated messages from a socket, with a size limit."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray()
+
+    def read(self) -> dict[str, Any] | None:
+        """The next message, or None at a clean end of stream."""
+        while True:
+            nl = self.buf.find(b"\n")
+            if nl >= 0:
+                line = bytes(self.buf[:nl])
+                del self.buf[: nl + 1]
+                try:
+                    msg = json.loads(line)
+                except ValueError as exc:
+                    raise ProtocolError(f"message is not JSON: {exc}") from None
+                if not isinstance(msg, dict):
+                    raise ProtocolError("message is not a JSON object")
+                return msg
+            if len(self.buf) > MAX_MESSAGE_BYTES:
+                raise ProtocolError(f"message larger than {MAX_MESSAGE_BYTES} bytes")
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                if self.buf:
+                    raise ConnectionResetError("connection closed in the middle of a message")
+                return None
+            self.buf += chunk
+
+
+# -- files in the data dir -------------------------------------------------------------
+
+
+def token_path(data_dir: Path) -> Path:
+    return data_dir / "daemon.token"
+
+
+def lock_path(data_dir: Path) -> Path:
+    return data_dir / "daemon.lock"
+
+
+def out_path(data_dir: Path) -> Path:
+    """Where a detached daemon's raw stdout/stderr go (tracebacks before logging is up)."""
+    return data_dir / "logs" / "daemon.out"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) owner-only; tighten it if it already exists."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if path.stat().st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Atomically write a 0600 file (token, pid)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode("utf-8"))
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def read_token(data_dir: Path) -> str:
+    try:
+        return token_path(data_dir).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise DaemonUnavailable(f"cannot read the daemon token ({exc})") from None
+
+
+def socket_address(path: Path) -> str:
+    """The socket path as a string, refusing paths too long for AF_UNIX."""
+    text = str(path.absolute())
+    if len(text.encode()) > MAX_SOCKET_PATH:
+        raise DaemonUnavailable(
+            f"the data dir path is too long for a Unix socket ({text}); set KEYMEM_DATA_DIR to a shorter path"
+        )
+    return text
+
+
+def pid_alive(pid: int) -> bool:
+    """True if ``pid`` names a live (non-zombie) process."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("State:"):
+                return "Z" not in line.split()[1]
+    return True
+
+
+def read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None

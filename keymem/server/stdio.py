@@ -1,0 +1,45 @@
+"""``keymem`` run bare: the MCP server on stdio.
+
+It answers ``initialize``/``tools/list`` before any model loads (the SDK is the only heavy
+import on this path; kuzu, onnxruntime and the domain load in the daemon, or on a background
+thread with ``KEYMEM_DAEMON=off``). By default every tool call is bridged to the shared daemon,
+which this process starts, detached, when none is running.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+def serve() -> int:
+    """Run until the client closes stdin. Returns the process exit status."""
+    started = time.monotonic()
+    from keymem.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"keymem: {exc}", file=sys.stderr)
+        return 2
+
+    from keymem.server.backends import DaemonBackend, LocalBackend
+    from keymem.server.logs import setup_logging
+
+    setup_logging(settings, stderr=True)
+    if settings.daemon == "off":
+        os.umask(0o077)  # this process writes the store (and Kuzu's WAL) itself: keep it owner-only
+    backend = LocalBackend(settings) if settings.daemon == "off" else DaemonBackend(settings)
+    backend.start()  # spawn/connect (or open the store) while the SDK imports
+
+    from keymem.server.tools import build_server
+
+    server = build_server(settings, backend, started=started)
+    try:
+        server.run("stdio")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        backend.close()
+    return 0

@@ -1,0 +1,278 @@
+"""The MCP surface: exactly ten tools, the ``memory_system_prompt`` prompt, live instructions.
+
+Thin by design: pydantic argument models give agents types, bounds and descriptions; the
+call goes to a backend (daemon or in-process graph) whose domain re-validates everything;
+a :class:`~keymem.errors.KeymemError` becomes an ``isError`` result carrying its message.
+Results are the domain's view models: ``structuredContent`` plus the same JSON as text.
+
+No ``from __future__ import annotations`` here: the tools are closures over the settings
+(bounds such as the content limit come from them), and the SDK evaluates annotations.
+"""
+
+import asyncio
+import time
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from keymem import __version__
+from keymem.errors import KeymemError
+from keymem.memory.views import (
+    BatchResult,
+    BrowseResult,
+    CorrectResult,
+    DismissResult,
+    ForgetResult,
+    MemoryView,
+    ReadKeyResult,
+    RecallResult,
+    RememberResult,
+)
+from keymem.server import provenance, texts
+from keymem.server.backends import Backend
+from keymem.server.protocol import DaemonUnavailable
+from keymem.settings import Settings
+
+KeyType = Literal["concept", "name", "proper_noun"]
+DecayProfile = Literal["transient", "standard", "stable", "permanent"]
+INIT_BUDGET_S = 1.0  # until when (s after start) `initialize` may wait for live counts
+
+MemoryId = Annotated[str, Field(description="A memory id (m_ + hex), as returned by recall, read_key or remember")]
+KeyId = Annotated[str, Field(description="A key id (k_ + hex), as returned by recall, read_key or browse_keys")]
+Namespace = Annotated[
+    str | None,
+    Field(description="Namespace (1-128 letters, digits or . : @ / + - _; default \"default\"). Namespaces never mix."),
+]
+Query = Annotated[str, Field(min_length=1, max_length=4000, description="Short noun keywords, e.g. \"user pets\"")]
+KeyTypes = Annotated[
+    list[KeyType] | dict[str, KeyType] | None,
+    Field(description="Types aligned with keys (or a map key -> type). concept (default) matches by meaning; "
+                      "name (people) and proper_noun (brands, places) match only exactly."),
+]
+Ttl = Annotated[float | None, Field(gt=0, le=100 * 365 * 86400, description="Expire the memory after this many seconds")]
+Decay = Annotated[
+    DecayProfile | None,
+    Field(description="How fast freshness decays: transient (7 d half-life), standard (90 d, default), "
+                      "stable (365 d), permanent (never)"),
+]
+Related = Annotated[
+    list[str] | None,
+    Field(max_length=32, description="Ids of existing memories in the same namespace this one relates to"),
+]
+
+
+def _keys(settings: Settings, required: bool) -> Any:
+    item = Annotated[str, Field(min_length=1, max_length=200)]
+    desc = "3-6 diverse keys: concepts, names, places; add other languages the user uses."
+    if not required:
+        desc += " Omit to keep the current keys."
+    if required:
+        return Annotated[list[item], Field(min_length=1, max_length=settings.max_keys, description=desc)]  # type: ignore[valid-type]
+    return Annotated[list[item] | None, Field(min_length=1, max_length=settings.max_keys, description=desc)]  # type: ignore[valid-type]
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with every local ``$ref`` replaced by its definition (the views are not recursive).
+
+    Clients validate ``structuredContent`` against the output schema on every call, and a
+    ``$ref``-free schema is much cheaper for them to check (10x for the Python SDK's jsonschema).
+    """
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                siblings = {k: v for k, v in node.items() if k != "$ref"}
+                return walk({**defs[ref.removeprefix("#/$defs/")], **siblings})
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)  # type: ignore[no-any-return]
+
+
+def build_server(settings: Settings, backend: Backend, *, started: float | None = None) -> MCPServer:
+    """The MCP server for one process; ``started`` (monotonic) bounds the wait for live counts."""
+    t0 = time.monotonic() if started is None else started
+    content_max = settings.max_content_chars
+    Content = Annotated[str, Field(min_length=1, max_length=content_max, description="The fact, self-contained")]
+    Keys = _keys(settings, True)
+    OptKeys = _keys(settings, False)
+
+    tools: list[Tool] = []
+
+    def tool(annotations: ToolAnnotations) -> Any:
+        def register(fn: Any) -> Any:
+            t = Tool.from_function(fn, annotations=annotations)
+            if t.fn_metadata.output_schema is not None:  # read live by the SDK (documented)
+                t.fn_metadata.output_schema = inline_refs(t.fn_metadata.output_schema)
+            tools.append(t)
+            return fn
+
+        return register
+
+    async def run(method: str, args: dict[str, Any], *, with_source: bool = False) -> Any:
+        params = {k: v for k, v in args.items() if v is not None}
+        source = None
+        if with_source:  # file I/O (transcript line count): off the event loop
+            source = await asyncio.get_running_loop().run_in_executor(
+                None, provenance.resolve_source, settings.transcript_access
+            )
+        try:
+            return await asyncio.wrap_future(backend.submit(method, params, source))
+        except KeymemError as exc:
+            raise ToolError(str(exc)) from None
+        except DaemonUnavailable as exc:
+            raise ToolError(f"keymem is unavailable: {exc}") from None
+
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+    @tool(read_only)
+    async def recall(
+        query: Query,
+        top_k: Annotated[int, Field(ge=1, le=50, description="Most keys to return")] = 5,
+        namespace: Namespace = None,
+        context: Annotated[
+            str | None, Field(max_length=20_000, description="The raw question or conversation; ranks memories inside the key")
+        ] = None,
+        explain: Annotated[bool, Field(description="Also return per-namespace counts")] = False,
+    ) -> RecallResult:
+        """Route a query to ranked keys and preview the single best memory of the strongest key.
+
+        The preview carries matched_key, validity and connected_keys; it changes nothing. If it
+        lacks the fact you need, follow a key with read_key or re-recall the missing fact.
+        """
+        return await run("recall", dict(query=query, top_k=top_k, namespace=namespace, context=context, explain=explain))  # type: ignore[no-any-return]
+
+    @tool(read_only)
+    async def browse_keys(
+        namespace: Namespace = None,
+        hubs_only: Annotated[bool, Field(description="Only hub keys (linked to several active memories)")] = False,
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+        offset: Annotated[int, Field(ge=0, le=1_000_000)] = 0,
+    ) -> BrowseResult:
+        """List the active key vocabulary of a namespace, hubs first: use it when recall finds nothing."""
+        return await run("browse_keys", dict(namespace=namespace, hubs_only=hubs_only, limit=limit, offset=offset))  # type: ignore[no-any-return]
+
+    @tool(read_only)
+    async def read_key(
+        key_id: KeyId,
+        query: Annotated[str | None, Field(max_length=4000, description="The original question: ranks by relevance")] = None,
+        namespace: Namespace = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        offset: Annotated[int, Field(ge=0, le=1_000_000)] = 0,
+    ) -> ReadKeyResult:
+        """List one key's memories (id, preview, rank, link weight, validity), paged for hub keys."""
+        return await run("read_key", dict(key_id=key_id, query=query, namespace=namespace, limit=limit, offset=offset))  # type: ignore[no-any-return]
+
+    @tool(writes)
+    async def read_memory(
+        memory_id: MemoryId,
+        via_key_id: Annotated[str | None, Field(description="The key you came through: strengthens only that link")] = None,
+        namespace: Namespace = None,
+    ) -> MemoryView:
+        """Read a memory's full text, keys and validity. Records the access; never confirms the fact."""
+        return await run("read_memory", dict(memory_id=memory_id, via_key_id=via_key_id, namespace=namespace))  # type: ignore[no-any-return]
+
+    @tool(writes)
+    async def confirm_memory(
+        memory_id: MemoryId,
+        evidence: Annotated[str, Field(min_length=1, max_length=4000, description="What confirms the fact now")],
+        namespace: Namespace = None,
+        source: Annotated[str | None, Field(max_length=500, description="Where the evidence came from: user, a URL, an observation")] = None,
+    ) -> MemoryView:
+        """Refresh and deepen a memory after explicit current evidence (a user assertion, an authoritative
+        current source, direct observation). A successful read is not evidence."""
+        return await run("confirm_memory", dict(memory_id=memory_id, evidence=evidence, namespace=namespace, source=source))  # type: ignore[no-any-return]
+
+    @tool(writes)
+    async def remember(
+        content: Content,
+        keys: Keys,  # type: ignore[valid-type]
+        key_types: KeyTypes = None,
+        namespace: Namespace = None,
+        ttl_seconds: Ttl = None,
+        decay_profile: Decay = None,
+        related_to: Related = None,
+    ) -> RememberResult:
+        """Store a durable fact under keys. An identical active fact returns the existing id with duplicate=true."""
+        return await run("remember", dict(content=content, keys=keys, key_types=key_types, namespace=namespace,  # type: ignore[no-any-return]
+                                          ttl_seconds=ttl_seconds, decay_profile=decay_profile, related_to=related_to),
+                         with_source=True)
+
+    @tool(writes)
+    async def correct(
+        memory_id: MemoryId,
+        content: Content,
+        keys: OptKeys = None,  # type: ignore[valid-type]
+        key_types: KeyTypes = None,
+        ttl_seconds: Ttl = None,
+        decay_profile: Decay = None,
+        related_to: Related = None,
+        namespace: Namespace = None,
+    ) -> CorrectResult:
+        """Replace a fact that changed: the new version becomes current, the old one stays readable by id
+        (superseded) but leaves every search. Omitted keys, TTL and profile carry over."""
+        return await run("correct", dict(memory_id=memory_id, content=content, keys=keys, key_types=key_types,  # type: ignore[no-any-return]
+                                         ttl_seconds=ttl_seconds, decay_profile=decay_profile, related_to=related_to,
+                                         namespace=namespace), with_source=True)
+
+    @tool(writes)
+    async def dismiss(memory_id: MemoryId, key_id: KeyId, namespace: Namespace = None) -> DismissResult:
+        """Negative feedback: the fact is right but should not surface from this key. Weakens only that link."""
+        return await run("dismiss", dict(memory_id=memory_id, key_id=key_id, namespace=namespace))  # type: ignore[no-any-return]
+
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False))
+    async def forget(memory_id: MemoryId) -> ForgetResult:
+        """Delete a memory permanently (with its previous version)."""
+        return await run("forget", dict(memory_id=memory_id))  # type: ignore[no-any-return]
+
+    class RememberItem(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        content: Content  # type: ignore[valid-type]
+        keys: Keys  # type: ignore[valid-type]
+        key_types: KeyTypes = None
+        namespace: Namespace = None
+        ttl_seconds: Ttl = None
+        decay_profile: Decay = None
+        related_to: Related = None
+
+    @tool(writes)
+    async def remember_batch(
+        items: Annotated[list[RememberItem], Field(min_length=1, max_length=1000, description="Memories to store, in order")],
+    ) -> BatchResult:
+        """Store several facts at once (each with its own keys, TTL and profile); results in input order."""
+        payload = [item.model_dump(exclude_none=True) for item in items]
+        return await run("remember_batch", {"items": payload}, with_source=True)  # type: ignore[no-any-return]
+
+    server = MCPServer(
+        "keymem",
+        version=__version__,
+        instructions=texts.instructions(None, settings.hook_installed),
+        tools=tools,
+    )
+
+    @server.prompt(name="memory_system_prompt", description="System-prompt template: the keymem recall/remember protocol")
+    def memory_system_prompt() -> str:
+        return texts.memory_system_prompt(settings.hook_installed)
+
+    async def live_instructions(ctx: Any, call_next: Any) -> Any:
+        """Put the store's current counts into the instructions of initialize / server/discover."""
+        result = await call_next(ctx)
+        if ctx.method in ("initialize", "server/discover") and isinstance(result, dict):
+            budget = min(0.5, max(0.05, INIT_BUDGET_S - (time.monotonic() - t0)))
+            loop = asyncio.get_running_loop()
+            counts = await loop.run_in_executor(None, backend.counts, budget)
+            result["instructions"] = texts.instructions(counts, settings.hook_installed)
+            backend.kick()
+        return result
+
+    server.middleware.append(live_instructions)
+    return server

@@ -1,0 +1,98 @@
+"""The repository as a Claude Code / Codex plugin marketplace: every manifest parses and points at real files."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from keymem.server.texts import PROTOCOL_RULES
+
+ROOT = Path(__file__).resolve().parents[2]
+MARKETPLACE = ROOT / ".claude-plugin" / "marketplace.json"
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def project_version() -> str:
+    return str(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"])
+
+
+def plugin_dirs() -> list[Path]:
+    return [ROOT / entry["source"] for entry in load(MARKETPLACE)["plugins"]]
+
+
+def test_every_json_manifest_parses() -> None:
+    files = [MARKETPLACE, *ROOT.glob("plugin/**/*.json"), *ROOT.glob("plugin/.*/*.json"), ROOT / "plugin" / ".mcp.json"]
+    assert len({f.resolve() for f in files}) >= 5
+    for f in files:
+        assert isinstance(load(f), dict), f
+
+
+def test_marketplace_entries_point_at_plugins() -> None:
+    market = load(MARKETPLACE)
+    assert market["name"] == "keymem" and market["owner"]["name"]
+    for entry in market["plugins"]:
+        assert entry["source"].startswith("./"), "Codex requires ./-relative local sources"
+        plugin = ROOT / entry["source"]
+        assert plugin.is_dir()
+        for manifest in (plugin / ".claude-plugin" / "plugin.json", plugin / ".codex-plugin" / "plugin.json"):
+            m = load(manifest)
+            assert m["name"] == entry["name"] and re.fullmatch(r"[a-z][a-z0-9-]*", m["name"])
+            assert m["version"] == entry["version"] == project_version()
+        assert sorted(p.name for p in (plugin / ".codex-plugin").iterdir()) == ["plugin.json"]
+
+
+@pytest.mark.parametrize("plugin", plugin_dirs(), ids=lambda p: p.name)
+def test_codex_manifest_paths_exist(plugin: Path) -> None:
+    m = load(plugin / ".codex-plugin" / "plugin.json")
+    for field in ("skills", "mcpServers", "hooks"):
+        value = m[field]
+        assert value.startswith("./"), field
+        assert (plugin / value).exists(), f"{field}: {value}"
+    assert m["interface"]["displayName"]
+
+
+@pytest.mark.parametrize("plugin", plugin_dirs(), ids=lambda p: p.name)
+def test_mcp_server_config(plugin: Path) -> None:
+    servers = load(plugin / ".mcp.json")["mcpServers"]
+    keymem = servers["keymem"]
+    assert keymem["command"] == "uvx" and keymem["args"] == ["keymem"]
+    assert keymem["env"]["KEYMEM_HOOK_INSTALLED"] == "true"
+
+
+@pytest.mark.parametrize("plugin", plugin_dirs(), ids=lambda p: p.name)
+def test_hook_config(plugin: Path) -> None:
+    hooks = load(plugin / "hooks" / "hooks.json")["hooks"]
+    assert list(hooks) == ["UserPromptSubmit"]
+    (group,) = hooks["UserPromptSubmit"]
+    (hook,) = group["hooks"]
+    assert hook["type"] == "command" and hook["command"].endswith("keymem hook")
+    assert hook["timeout"] * 1000 > 9000, "the hook's own budget (KEYMEM_HOOK_TIMEOUT_MS=9000) must fit"
+
+
+@pytest.mark.parametrize("plugin", plugin_dirs(), ids=lambda p: p.name)
+def test_skill_carries_the_protocol(plugin: Path) -> None:
+    skills = list((plugin / "skills").glob("*/SKILL.md"))
+    assert [s.parent.name for s in skills] == ["keymem"]
+    text = skills[0].read_text(encoding="utf-8")
+    front = re.match(r"^---\n(.*?)\n---\n", text, re.S)
+    assert front, "SKILL.md needs YAML front matter"
+    fields = dict(line.split(": ", 1) for line in front.group(1).splitlines())
+    assert fields["name"] == "keymem" and len(fields["description"]) > 50
+    for rule in PROTOCOL_RULES:
+        assert f"- {rule}" in text, rule
+
+
+def test_docs_cover_every_client() -> None:
+    doc = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    for needle in ("uvx keymem", "pipx run keymem", "claude mcp add keymem", "codex mcp add keymem",
+                   "claude_desktop_config.json", "UserPromptSubmit", "keymem daemon --status", "KEYMEM_DAEMON=off",
+                   "[[hooks.UserPromptSubmit]]", "/plugin marketplace add"):
+        assert needle in doc, needle

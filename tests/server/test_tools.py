@@ -1,0 +1,172 @@
+"""The MCP tool layer in-process, over a fake backend: schemas, argument passing, error mapping."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from keymem.errors import InvalidInput, NotFound
+from keymem.server import texts
+from keymem.server.protocol import DaemonUnavailable
+from keymem.server.tools import build_server
+from keymem.settings import load_settings
+
+TEN = ["recall", "browse_keys", "read_key", "read_memory", "confirm_memory",
+       "remember", "correct", "dismiss", "forget", "remember_batch"]
+
+
+class FakeBackend:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any], Any]] = []
+        self.result: Any = {}
+        self.error: BaseException | None = None
+        self.kicked = False
+
+    def start(self) -> None:
+        pass
+
+    def kick(self) -> None:
+        self.kicked = True
+
+    def submit(self, method: str, params: dict[str, Any], source: Any) -> Future[Any]:
+        self.calls.append((method, params, source))
+        fut: Future[Any] = Future()
+        if self.error:
+            fut.set_exception(self.error)
+        else:
+            fut.set_result(self.result)
+        return fut
+
+    def counts(self, timeout: float) -> dict[str, Any] | None:
+        return {"keys": 12, "memories": 5, "links": 20, "loading": False}
+
+    def close(self) -> None:
+        pass
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def fake() -> FakeBackend:
+    return FakeBackend()
+
+
+def server(fake: FakeBackend, **env: str) -> Any:
+    return build_server(load_settings(env), fake)
+
+
+def test_exactly_ten_tools_with_documented_arguments(fake: FakeBackend) -> None:
+    tools = run(server(fake).list_tools())
+    assert sorted(t.name for t in tools) == sorted(TEN)
+    for t in tools:
+        assert t.description and len(t.description) > 30, t.name
+        assert t.output_schema and t.output_schema.get("type") == "object", t.name
+        props = t.input_schema["properties"]
+        for name, prop in props.items():
+            if name not in ("limit", "offset", "namespace", "items"):
+                assert "description" in prop or "$ref" in prop or name in ("query",), (t.name, name)
+    by_name = {t.name: t for t in tools}
+    recall = by_name["recall"].input_schema["properties"]
+    assert recall["top_k"]["maximum"] == 50 and recall["top_k"]["minimum"] == 1
+    remember = by_name["remember"].input_schema
+    assert remember["required"] == ["content", "keys"]
+    assert remember["properties"]["keys"]["minItems"] == 1 and remember["properties"]["keys"]["maxItems"] == 32
+    assert by_name["remember_batch"].input_schema["properties"]["items"]["maxItems"] == 1000
+    assert by_name["recall"].annotations.read_only_hint is True
+    assert by_name["forget"].annotations.destructive_hint is True
+
+
+def test_arguments_reach_the_backend_without_nulls(fake: FakeBackend) -> None:
+    fake.result = {"memory_id": "m_0123456789", "keys": [], "duplicate": False}
+
+    async def main() -> None:
+        async with Client(server(fake)) as c:
+            r = await c.call_tool("remember", {"content": "fact", "keys": ["a", "b"], "key_types": {"b": "name"}})
+            assert not r.is_error
+            fake.result = {"results": [fake.result]}
+            r = await c.call_tool("remember_batch", {"items": [{"content": "x", "keys": ["y"], "ttl_seconds": 60}]})
+            assert not r.is_error, r.content
+
+    run(main())
+    method, params, _source = fake.calls[0]
+    assert method == "remember" and params == {"content": "fact", "keys": ["a", "b"], "key_types": {"b": "name"}}
+    assert fake.calls[1][1] == {"items": [{"content": "x", "keys": ["y"], "ttl_seconds": 60.0}]}
+
+
+@pytest.mark.parametrize(
+    ("error", "text"),
+    [(InvalidInput("keys must hold at least one key"), "keys must hold at least one key"),
+     (NotFound("memory m_00000000 does not exist"), "m_00000000 does not exist"),
+     (DaemonUnavailable("no keymem daemon is running"), "keymem is unavailable: no keymem daemon is running")],
+)
+def test_domain_errors_become_tool_errors(fake: FakeBackend, error: BaseException, text: str) -> None:
+    fake.error = error
+
+    async def main() -> None:
+        async with Client(server(fake)) as c:
+            r = await c.call_tool("read_memory", {"memory_id": "m_00000000"})
+            assert r.is_error and text in r.content[0].text  # type: ignore[union-attr]
+            assert (await c.call_tool("recall", {"query": "still alive"})).is_error
+
+    run(main())
+
+
+def test_validation_errors_never_reach_the_backend(fake: FakeBackend) -> None:
+    async def main() -> None:
+        async with Client(server(fake)) as c:
+            for tool, args in [("recall", {"query": ""}), ("recall", {"query": "x", "top_k": 0}),
+                               ("remember", {"content": "x", "keys": []}), ("remember", {"keys": ["k"]}),
+                               ("read_key", {"key_id": "k_1", "limit": 101}), ("remember_batch", {"items": []}),
+                               ("remember", {"content": "x", "keys": ["k"], "decay_profile": "forever"})]:
+                r = await c.call_tool(tool, args)
+                assert r.is_error, (tool, args)
+
+    run(main())
+    assert fake.calls == []
+
+
+def test_instructions_and_prompt(fake: FakeBackend) -> None:
+    async def main() -> None:
+        async with Client(server(fake, KEYMEM_HOOK_INSTALLED="true"), mode="legacy") as c:
+            assert c.instructions and "12 keys, 5 memories and 20 links" in c.instructions
+            prompts = await c.list_prompts()
+            assert [p.name for p in prompts.prompts] == ["memory_system_prompt"]
+
+    run(main())
+    assert fake.kicked
+
+
+def test_prompt_texts_follow_the_hook_setting() -> None:
+    plain = texts.memory_system_prompt(False)
+    hooked = texts.memory_system_prompt(True)
+    for rule in texts.PROTOCOL_RULES:
+        assert rule in plain and rule in hooked
+    assert "three times" in plain and "three times" not in hooked
+    assert "prompt hook" in hooked
+    assert "still opening" in texts.instructions(None, False)
+    assert "(models still loading)" in texts.instructions({"keys": 1, "memories": 2, "links": 3, "loading": True}, False)
+
+
+def test_the_stdio_start_path_imports_nothing_heavy() -> None:
+    """kuzu, onnxruntime, numpy and the domain load in the daemon (or later), never before initialize."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from keymem.settings import load_settings\n"
+        "from keymem.server.backends import DaemonBackend, LocalBackend\n"
+        "from keymem.server.tools import build_server\n"
+        "import keymem.server.stdio, keymem.cli.main\n"
+        "build_server(load_settings({}), DaemonBackend(load_settings({})))\n"
+        "print([m for m in ('kuzu', 'onnxruntime', 'numpy', 'tokenizers', 'kiwipiepy', 'bm25s',\n"
+        "                   'keymem.memory.graph', 'keymem.store.db') if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
