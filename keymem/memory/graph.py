@@ -164,7 +164,7 @@ class MemoryGraph:
 
     def _load_lexical(self) -> None:
         rows = self.store.query("memory/active_docs", now=self.now())
-        self.lexical.add_many((r["id"], " ".join([*r["keys"], r["content"]]), r["namespace"]) for r in rows)
+        self.lexical.add_many((r["id"], " ".join([*(r["keys"] or []), r["content"]]), r["namespace"]) for r in rows)
 
     # -- shared helpers ----------------------------------------------------------------
     def meta(self, name: str) -> str | None:

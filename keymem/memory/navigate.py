@@ -137,10 +137,13 @@ def read_memory(graph: MemoryGraph, args: dict[str, Any]) -> MemoryView:
     m = get_memory(graph, args.get("memory_id"), args.get("namespace"))
     via = args.get("via_key_id")
     now = graph.now()
+    if via is not None:  # every check before the first write: a refusal must not roll back a SET
+        via = validate.ident(via, "via_key_id", "k")
+        if not graph.store.query("link/get", key_id=via, memory_id=m["id"]):
+            raise NotFound(f"memory {m['id']} is not linked to key {via}")
     with graph.store.write() as tx:
         tx.run("memory/access", id=m["id"], now=now)
         if via is not None:
-            via = validate.ident(via, "via_key_id", "k")
             rows = tx.run("link/get", key_id=via, memory_id=m["id"])
             if not rows:
                 raise NotFound(f"memory {m['id']} is not linked to key {via}")

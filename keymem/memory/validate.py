@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -126,3 +127,25 @@ def id_list(value: Any, field: str, prefix: str, *, limit: int = 32) -> list[str
     if len(value) > limit:
         raise InvalidInput(f"{field} holds {len(value)} ids; the limit is {limit}")
     return list(dict.fromkeys(ident(v, field, prefix) for v in value))
+
+
+def source(value: Any, field: str = "source", *, max_chars: int = 4000) -> str | dict[str, Any] | None:
+    """A provenance value (a string or a JSON object) that Kuzu can store: valid Unicode, JSON, bounded.
+
+    A lone surrogate or a non-JSON value (NaN, bytes, an object) is refused here; passed through, it
+    makes Kuzu fail inside the write transaction with an internal error.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str | dict):
+        raise InvalidInput(f"{field} must be a string or an object")
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        encoded.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{field} contains an unpaired surrogate code point (invalid Unicode)") from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{field} is not plain JSON ({type(exc).__name__})") from None
+    if len(encoded) > max_chars:
+        raise InvalidInput(f"{field} is {len(encoded)} characters as JSON; the limit is {max_chars}")
+    return value

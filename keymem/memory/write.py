@@ -62,7 +62,7 @@ def parse_item(graph: MemoryGraph, raw: dict[str, Any], *, where: str = "") -> I
     if unknown:
         raise InvalidInput(f"{where}unknown field(s): {', '.join(sorted(unknown))}")
     try:
-        source = raw.get("source")
+        source = validate.source(raw.get("source"))
         if source is not None and not isinstance(source, dict):
             raise InvalidInput("source must be an object")
         return Item(
@@ -135,6 +135,7 @@ def _write_one(graph: MemoryGraph, tx: Tx, resolver: KeyResolver, it: Item, now:
 
 
 def remember_items(graph: MemoryGraph, items: list[Item], source: dict[str, Any] | None) -> list[RememberResult]:
+    source = validate.source(source, "host source")  # type: ignore[assignment]
     vectors = _key_vectors(graph, items)
     now = graph.now()
     with graph.store.write() as tx:
@@ -286,9 +287,7 @@ def dismiss(graph: MemoryGraph, args: dict[str, Any]) -> DismissResult:
 def confirm(graph: MemoryGraph, args: dict[str, Any]) -> dict[str, Any]:
     evidence = validate.text(args.get("evidence"), "evidence", max_chars=4000)
     m = get_memory(graph, args.get("memory_id"), args.get("namespace"), active_only=True)
-    source = args.get("source")
-    if source is not None and not isinstance(source, str | dict):
-        raise InvalidInput("source must be a string or an object")
+    source = validate.source(args.get("source"))
     record = json.dumps({"evidence": evidence, "source": source}, ensure_ascii=False)
     with graph.store.write() as tx:
         get_memory(graph, m["id"], tx=tx, active_only=True)

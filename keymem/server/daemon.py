@@ -141,6 +141,10 @@ class Daemon:
         failed_at: float | None = None
         while not self.stop.wait(0.5):
             now = time.monotonic()
+            graph = self.host.graph
+            if graph is not None and graph.store.failed:  # fail-stop: the next start recovers the store
+                log.error("exiting: %s", graph.store.failed)
+                return
             if self.host.state == "failed":
                 failed_at = failed_at or now
                 if now - failed_at > FAILED_GRACE_S:

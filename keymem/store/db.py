@@ -21,6 +21,7 @@ from typing import Any
 
 from keymem.errors import StoreError
 from keymem.store import cypher
+from keymem.store.gate import Gate
 
 log = logging.getLogger("keymem.store")
 
@@ -32,6 +33,10 @@ def _rows(result: Any) -> list[Row]:
     out = [dict(zip(names, values, strict=True)) for values in result.get_all()]
     result.close()
     return out
+
+
+def _stamp() -> str:
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time() % 1:.3f}"[1:]
 
 
 def explain_open_error(path: Path, exc: Exception) -> str:
@@ -127,17 +132,54 @@ class Store:
             if existing.is_file() and not read_only:
                 with contextlib.suppress(OSError):
                     os.chmod(existing, 0o600)
+        if not read_only:
+            self._guard_wal()
         try:
             self.db = kuzu.Database(
                 str(self.path), buffer_pool_size=buffer_pool_mb * 1024 * 1024, read_only=read_only
             )
         except Exception as exc:  # kuzu raises RuntimeError for lock/corruption
             raise StoreError(explain_open_error(self.path, exc)) from exc
+        self._gate = Gate()
+        self._failed: str | None = None
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._all_conns: list[Connection] = []
         self._conns_lock = threading.Lock()
         self._closed = False
+
+    def _guard_wal(self) -> None:
+        """Keep the evidence before Kuzu replays a write-ahead log.
+
+        Kuzu 0.11 replays a WAL it finds beside the database and silently drops the part it
+        cannot read (deleting the file), and it replays a stray WAL into a brand-new database.
+        A WAL without its database is refused; otherwise both files are copied to
+        ``backups/`` first, so a damaged replay destroys nothing.
+        """
+        wal = self.path.with_name(self.path.name + ".wal")
+        if not wal.is_file() or wal.stat().st_size == 0:
+            return
+        if not self.path.is_file() or self.path.stat().st_size == 0:
+            raise StoreError(explain_open_error(
+                self.path, RuntimeError(f"found a write-ahead log {wal.name} without its database")))
+        dest = self.path.parent / "backups" / f"{self.path.name}.bak.{_stamp()}.pre-wal-replay"
+        try:
+            dest.mkdir(parents=True, mode=0o700)
+            for src in (self.path, wal):
+                shutil.copyfile(src, dest / src.name)
+                os.chmod(dest / src.name, 0o600)
+        except OSError as exc:
+            shutil.rmtree(dest, ignore_errors=True)
+            raise StoreError(
+                f"the keymem store {self.path} has a write-ahead log to replay, and keymem keeps a copy of both "
+                f"files first, but could not ({exc}). Nothing was changed; free space in {self.path.parent} "
+                "and start keymem again."
+            ) from exc
+        log.warning("replaying %s; the files as they were are kept in %s", wal.name, dest)
+
+    def _check(self) -> None:
+        if self._failed:
+            raise StoreError(self._failed)
 
     # -- connections -------------------------------------------------------------
     def _conn(self) -> Connection:
@@ -157,10 +199,14 @@ class Store:
 
     def query(self, statement: str, /, **params: Any) -> list[Row]:
         """Run a read statement from cypher/ on this thread's connection."""
-        return self._conn().run(statement, params)
+        self._check()
+        with self._gate.shared():
+            return self._conn().run(statement, params)
 
     def raw(self, text: str, params: dict[str, Any] | None = None) -> list[Row]:
-        return self._conn().raw(text, params)
+        self._check()
+        with self._gate.shared():
+            return self._conn().raw(text, params)
 
     # -- writes ------------------------------------------------------------------
     @contextlib.contextmanager
@@ -168,27 +214,63 @@ class Store:
         """One atomic write transaction; any exception rolls everything back."""
         if self.read_only:
             raise StoreError("the store is open read-only")
+        self._check()
         with self._write_lock:
-            conn = self._conn()
-            self._begin(conn)
-            tx = Tx(conn)
+            rolled_back = False
             try:
-                yield tx
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    conn.conn.execute("ROLLBACK")
-                raise
-            try:
-                conn.conn.execute("COMMIT")
-            except Exception as exc:
-                with contextlib.suppress(Exception):
-                    conn.conn.execute("ROLLBACK")
-                raise StoreError(f"could not commit the write: {exc}") from exc
+                with self._gate.shared():
+                    conn = self._conn()
+                    self._begin(conn)
+                    tx = Tx(conn)
+                    try:
+                        yield tx
+                    except BaseException:
+                        with contextlib.suppress(Exception):
+                            conn.conn.execute("ROLLBACK")
+                        rolled_back = True
+                        raise
+                    try:
+                        conn.conn.execute("COMMIT")
+                    except Exception as exc:
+                        with contextlib.suppress(Exception):
+                            conn.conn.execute("ROLLBACK")
+                        rolled_back = True
+                        raise self._commit_failed(exc) from exc
+            finally:
+                if rolled_back and not self._failed:
+                    self._settle()
             for fn in tx.callbacks:
                 try:
                     fn()
                 except Exception:  # a mirror failing must not undo a durable write
                     log.exception("after-commit update failed")
+
+    def _settle(self) -> None:
+        """Checkpoint after a rollback: Kuzu 0.11.3 can otherwise refuse later updates of the rows
+        the rolled-back transaction had SET ("write-write conflict") or crash."""
+        try:
+            with self._gate.exclusive():
+                self._conn().conn.execute("CHECKPOINT")
+        except Exception as exc:
+            log.warning("checkpoint after a rollback failed: %s", exc)
+
+    def _commit_failed(self, exc: Exception) -> StoreError:
+        """A failed commit. An I/O failure leaves Kuzu's in-process state unusable: fail-stop."""
+        text = str(exc)
+        low = text.lower()
+        if any(s in low for s in ("io exception", "no space", "cannot write", "disk", "write to file")):
+            self._failed = (
+                f"could not commit the write: the disk holding {self.path.parent} is full or failing ({text}); "
+                "nothing acknowledged was lost. "
+                "Free space, then restart keymem (`keymem daemon --stop`); the next start recovers the store."
+            )
+            return StoreError(self._failed)
+        return StoreError(f"could not commit the write: {text}")
+
+    @property
+    def failed(self) -> str | None:
+        """Why the store stopped accepting calls (the daemon exits on it), or None."""
+        return self._failed
 
     def _begin(self, conn: Connection) -> None:
         try:
@@ -202,8 +284,9 @@ class Store:
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[Connection]:
-        """Hold the writer without a transaction (DDL that Kuzu runs only in auto mode, checkpoints)."""
-        with self._write_lock:
+        """Hold the writer with no transaction running anywhere (DDL Kuzu runs only in auto mode, checkpoints)."""
+        self._check()
+        with self._write_lock, self._gate.exclusive():
             yield self._conn()
 
     # -- files -------------------------------------------------------------------
@@ -216,7 +299,10 @@ class Store:
         dest = Path(dest)
         dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with self.exclusive() as conn:
-            conn.conn.execute("CHECKPOINT")
+            try:
+                conn.conn.execute("CHECKPOINT")
+            except RuntimeError as exc:
+                raise StoreError(f"could not checkpoint the store for a copy: {exc}") from exc
             tmp = dest.with_name(dest.name + ".part")
             shutil.copyfile(self.path, tmp)
             os.chmod(tmp, 0o600)
@@ -225,8 +311,7 @@ class Store:
 
     def backup(self, reason: str) -> Path:
         """Copy the database to ``backups/<name>.bak.<timestamp>`` before a risky change."""
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time() % 1:.3f}"[1:]
-        dest = self.path.parent / "backups" / f"{self.path.name}.bak.{stamp}.{reason}"
+        dest = self.path.parent / "backups" / f"{self.path.name}.bak.{_stamp()}.{reason}"
         self.copy_to(dest)
         log.info("backed up the store to %s before %s", dest, reason)
         return dest
@@ -247,5 +332,8 @@ class Store:
                 with contextlib.suppress(Exception):
                     conn.conn.close()
             self._all_conns.clear()
+            if self._failed:  # Kuzu aborts the process when closing after an I/O failure
+                log.warning("leaving the failed store for the process exit to release")
+                return
             with contextlib.suppress(Exception):
                 self.db.close()
