@@ -1,3 +1,3 @@
-UNWIND $ids AS i
-MATCH (k:Key {id: i})
+MATCH (k:Key)
+WHERE k.id IN $ids
 RETURN k

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 PREVIEW_CHARS = 160
 EXACT_LEXICAL = 2000
+FETCH_SINGLES = 6
 LEXICAL_WINDOW = 1000
 HEBBIAN_STEP = 0.1
 
@@ -90,9 +91,16 @@ def rank_in_key(graph: MemoryGraph, key_id: str, namespace: str, query: str | No
 
 
 def fetch(graph: MemoryGraph, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """Full memory rows for the few ids about to be shown."""
+    """Full memory rows by id: one primary-key lookup each for a handful, one IN scan for more."""
     if not ids:
         return {}
+    if len(ids) <= FETCH_SINGLES:
+        out = {}
+        for mid in ids:
+            rows = graph.store.query("memory/get", id=mid)
+            if rows:
+                out[mid] = rows[0]["m"]
+        return out
     return {r["m"]["id"]: r["m"] for r in graph.store.query("memory/get_many", ids=ids)}
 
 
