@@ -140,7 +140,7 @@ class Settings:
     hook_scope_cwd: bool = False
     auto_migrate: bool = True
     force_reembed: bool = False
-    buffer_pool_mb: int = 512
+    buffer_pool_mb: int = 256
     vector_index_min_keys: int = 200_000
     max_content_chars: int = 100_000
     max_keys: int = 32

@@ -63,6 +63,7 @@ script in ``tests/memory/test_lexical.py``):
 
 from __future__ import annotations
 
+import ctypes
 import heapq
 import logging
 import math
@@ -97,6 +98,21 @@ B = 0.75
 def _rank_key(hit: tuple[str, float]) -> tuple[float, str]:
     """Best first; equal scores ordered by id so results are deterministic."""
     return (-hit[1], hit[0])
+
+
+def _release_freed_memory() -> None:
+    """Hand the build's freed buffers back to the OS (glibc keeps them otherwise: ~100 MB at 100k docs)."""
+    global _LIBC
+    if _LIBC is None:
+        try:
+            _LIBC = ctypes.CDLL("libc.so.6")
+        except OSError:
+            _LIBC = False
+    if isinstance(_LIBC, ctypes.CDLL):
+        _LIBC.malloc_trim(0)
+
+
+_LIBC: ctypes.CDLL | bool | None = None
 
 
 def idf(n_docs: int, df: int) -> float:
@@ -542,6 +558,7 @@ class LexicalIndex:
                     del self._shards[ns]
                 again = self._maybe_schedule(ns) if ns in self._shards else False
                 self._cond.notify_all()
+        _release_freed_memory()
         return again
 
     def _swap_locked(self, shard: _Shard, main: _Main | None) -> None:
