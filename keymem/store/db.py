@@ -136,7 +136,8 @@ class Store:
             self._guard_wal()
         try:
             self.db = kuzu.Database(
-                str(self.path), buffer_pool_size=buffer_pool_mb * 1024 * 1024, read_only=read_only
+                str(self.path), buffer_pool_size=buffer_pool_mb * 1024 * 1024, read_only=read_only,
+                auto_checkpoint=False,  # checkpoints run from the Store, under the gate (see _maybe_checkpoint)
             )
         except Exception as exc:  # kuzu raises RuntimeError for lock/corruption
             raise StoreError(explain_open_error(self.path, exc)) from exc
@@ -244,6 +245,21 @@ class Store:
                     fn()
                 except Exception:  # a mirror failing must not undo a durable write
                     log.exception("after-commit update failed")
+            self._maybe_checkpoint()
+
+    wal_checkpoint_bytes = 16 * 1024 * 1024
+
+    def _maybe_checkpoint(self) -> None:
+        """Kuzu's own auto-checkpoint runs inside COMMIT and is starved by concurrent reads: do it here."""
+        try:
+            size = self.path.with_name(self.path.name + ".wal").stat().st_size
+        except OSError:
+            return
+        if size >= self.wal_checkpoint_bytes:
+            try:
+                self.checkpoint()
+            except Exception as exc:
+                log.warning("checkpoint after a commit failed: %s", exc)
 
     def _settle(self) -> None:
         """Checkpoint after a rollback: Kuzu 0.11.3 can otherwise refuse later updates of the rows

@@ -154,16 +154,6 @@ def test_migration_backs_up_first(settings: Any, minilm_embedder: Any, monkeypat
         s.close()
 
 
-SNAPSHOT_BUG = (
-    "BUG keymem/store/db.py Store.copy_to/backup/checkpoint: Kuzu 0.11 CHECKPOINT waits for active transactions "
-    "but lets new read transactions start, so a steady stream of reads on other connections (any busy daemon; "
-    "here the writer's pre-transaction reads) starves it: 'Timeout waiting for active transactions to leave the "
-    "system before checkpointing' after ~6-8 s, raised as a bare RuntimeError (measured: 3 of 4 snapshots fail). "
-    "Fix: a reader gate in Store (query() holds it shared, exclusive() takes it exclusively after the write lock, "
-    "so no new read starts during a checkpoint), and wrap the error in StoreError."
-)
-
-
 def test_snapshots_are_consistent_while_writes_continue(settings: Any, minilm_embedder: Any, tmp_path: Path) -> None:
     g = open_graph(settings, minilm_embedder)
     stop = threading.Event()

@@ -36,9 +36,6 @@ from tests.reliability.conftest import World, open_graph, populate
 from tests.reliability.hostile import TOOLS, resolve, short
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "40"))  # per tool (domain); half of it per tool through MCP
-# Kuzu 0.11.3: a ROLLBACK after a SET wedges later updates (or segfaults) until a CHECKPOINT;
-# keymem's Store.write now checkpoints after every rollback, so the harness adds none of its own.
-KUZU_ROLLBACK_WORKAROUND = False
 TRIED: Counter[str] = Counter()
 # Fixed inputs by default (a reproducible CI run); HOSTILE_RANDOM=1 explores new ones each run.
 DERANDOMIZE = os.environ.get("HOSTILE_RANDOM") != "1"
@@ -140,8 +137,6 @@ def call_domain(arena: Arena, tool: str, raw: dict[str, Any]) -> str:
         assert str(exc).strip(), f"{tool}: empty error message"
         after = store_digest(graph)
         assert after == before, f"{tool}({short(args)}) was refused ({exc}) but changed the store"
-        if KUZU_ROLLBACK_WORKAROUND:
-            graph.store.checkpoint()
         outcome = f"{type(exc).__name__}"
     except Exception as exc:
         raise AssertionError(f"{tool}({short(args)}) raised {type(exc).__name__}: {exc}") from exc
@@ -258,8 +253,6 @@ def test_mcp_hostile(mcp_arena: Any, tool: str) -> None:
                     assert text.strip(), f"{tool}: an error without a message"
                     assert "Traceback" not in text and "internal error" not in text.lower(), text
                     assert store_digest(arena.graph) == before, f"{tool}({short(args)}) refused ({text}) but changed the store"
-                    if KUZU_ROLLBACK_WORKAROUND:
-                        arena.graph.store.checkpoint()
                     TRIED[f"mcp:{tool}:error"] += 1
                 else:
                     _check_stored(arena.graph, tool, args, r.structured_content)  # type: ignore[arg-type]

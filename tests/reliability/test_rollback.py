@@ -5,10 +5,10 @@ transaction that SET properties on a node, later updates in the same table fail 
 "Write-write conflict of updating the same row" (the transaction is aborted by Kuzu), or
 the process segfaults. A CHECKPOINT right after the ROLLBACK clears it (measured).
 
-keymem's write path validates before it writes, except in a few places where a refusal
-comes after a write in the same transaction. Each scenario runs in a child process (a
-segfault must not take pytest down): one refused call, then reads and ordinary writes,
-four rounds; all later writes must succeed.
+keymem's Store runs a CHECKPOINT right after every ROLLBACK, and the domain validates before
+it writes (read_memory checks via_key_id before recording the access). Each scenario runs in
+a child process (a segfault must not take pytest down): one refused call, then reads and
+ordinary writes, four rounds; all later writes must succeed.
 """
 
 from __future__ import annotations
@@ -19,13 +19,6 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.crashlib import child_env, python
-
-BUG = (
-    "BUG Kuzu 0.11.3 + keymem/store/db.py Store.write: a ROLLBACK after a SET leaves the table so later "
-    "updates fail ('Write-write conflict of updating the same row') or segfault; fix in Store.write's except "
-    "branch (and _begin's recovery): after ROLLBACK run conn.conn.execute('CHECKPOINT') (suppressing errors). "
-    "Also navigate.read_memory checks via_key_id's link AFTER memory/access: check it before writing."
-)
 
 
 def run(scenario: str, tmp_path: Path, minilm_dir: Path) -> subprocess.CompletedProcess[str]:
