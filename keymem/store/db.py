@@ -35,6 +35,21 @@ def _rows(result: Any) -> list[Row]:
     return out
 
 
+KEEP_BACKUPS = 5
+
+
+def prune_backups(directory: Path, name: str, keep: int = KEEP_BACKUPS) -> None:
+    """Keep the newest ``keep`` backups: a crash loop on a large store must not fill the disk."""
+    entries = sorted(directory.glob(f"{name}.bak.*"), key=lambda p: p.name)  # names start with a UTC stamp
+    for old in entries[: max(0, len(entries) - keep)]:
+        if old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                old.unlink()
+        log.info("removed old backup %s", old)
+
+
 def _stamp() -> str:
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time() % 1:.3f}"[1:]
 
@@ -177,6 +192,7 @@ class Store:
                 "and start keymem again."
             ) from exc
         log.warning("replaying %s; the files as they were are kept in %s", wal.name, dest)
+        prune_backups(dest.parent, self.path.name)
 
     def _check(self) -> None:
         if self._failed:
@@ -330,6 +346,7 @@ class Store:
         dest = self.path.parent / "backups" / f"{self.path.name}.bak.{_stamp()}.{reason}"
         self.copy_to(dest)
         log.info("backed up the store to %s before %s", dest, reason)
+        prune_backups(dest.parent, self.path.name)
         return dest
 
     def size_bytes(self) -> int:

@@ -182,3 +182,11 @@ def test_store_files_stay_owner_only(tmp_path: Path) -> None:
         assert (tmp_path / "db").stat().st_mode & 0o777 == 0o700
     finally:
         s.close()
+
+
+def test_backups_are_pruned_to_the_newest(store: Store) -> None:
+    from keymem.store.db import KEEP_BACKUPS
+
+    made = [store.backup(f"r{i}") for i in range(KEEP_BACKUPS + 3)]
+    left = sorted(p.name for p in made[0].parent.iterdir())
+    assert left == sorted(p.name for p in made[-KEEP_BACKUPS:])
