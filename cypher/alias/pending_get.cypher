@@ -1,1 +1,0 @@
-MATCH (p:PendingAlias) WHERE p.id = $id RETURN p.count AS count

@@ -1,1 +1,0 @@
-MATCH (k:Key), (m:Memory) WHERE k.id = $key_id AND m.id = $memory_id MERGE (k)-[l:LINKS]->(m) ON CREATE SET l.weight = $weight, l.created_at = $now
