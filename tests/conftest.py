@@ -61,9 +61,21 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def graph(settings: Settings, minilm_embedder, clock: Clock):  # type: ignore[no-untyped-def]
+def graph(settings: Settings, minilm_embedder, clock: Clock, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     from keymem.memory.graph import MemoryGraph
 
     g = MemoryGraph.open(settings, embedder=minilm_embedder, reranker=None, clock=clock, progress=False)
     yield g
+    if not g.store.failed and not g.store._closed and request.node.get_closest_marker("raw_writes") is None:
+        assert_mirror_exact(g)
     g.close()
+
+
+def assert_mirror_exact(g) -> None:  # type: ignore[no-untyped-def]
+    """The in-memory mirror kept in step by every write equals one freshly read from the store."""
+    from keymem.memory.mirror import GraphMirror
+
+    assert g.mirror.failures == 0, "a mirror refresh failed (see the log)"
+    fresh = GraphMirror(g.store, g.settings)
+    fresh.load()
+    assert g.mirror.snapshot() == fresh.snapshot()

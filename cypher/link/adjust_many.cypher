@@ -5,3 +5,4 @@ SET l.weight = CASE
     WHEN l.weight * r.factor + r.delta > $hi THEN $hi
     WHEN l.weight * r.factor + r.delta < $lo THEN $lo
     ELSE l.weight * r.factor + r.delta END
+RETURN k.id AS key_id, m.id AS memory_id, l.weight AS weight

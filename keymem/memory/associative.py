@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from keymem.memory import validate
 from keymem.memory.evidence import select_evidence
 from keymem.memory.lexical import capped
-from keymem.memory.navigate import fetch
+from keymem.memory.navigate import contents
 from keymem.memory.recall import LITERAL, route_keys
 from keymem.memory.tokenize import script_of, tokenize
 from keymem.memory.validity import rank_factor, validity
@@ -118,10 +118,9 @@ def _idf(n_docs: int, fan: int) -> float:
     return math.log(1.0 + (max(n_docs, fan) - fan + 0.5) / (fan + 0.5))
 
 
-def _fans(graph: MemoryGraph, routed: dict[str, tuple[float, str]], now: float) -> dict[str, int]:
-    if not routed:
-        return {}
-    return {r["id"]: int(r["n"]) for r in graph.store.query("recall/key_degrees", ids=list(routed))}
+def _fans(graph: MemoryGraph, routed: dict[str, tuple[float, str]]) -> dict[str, int]:
+    """Links per routed key, superseded and expired memories included (hub detection, key IDF)."""
+    return {k: graph.mirror.degree(k) for k in routed}
 
 
 def _hub_names(graph: MemoryGraph, routed: dict[str, tuple[float, str]], fan: dict[str, int]) -> dict[str, str]:
@@ -129,7 +128,7 @@ def _hub_names(graph: MemoryGraph, routed: dict[str, tuple[float, str]], fan: di
     ids = [k for k, (_, kind) in routed.items() if kind == LITERAL and fan.get(k, 0) > HUB_FANOUT]
     if not ids:
         return {}
-    return {r["k"]["id"]: r["k"]["text"] for r in graph.store.query("key/get_many", ids=ids)}
+    return {k["id"]: k["text"] for k in graph.mirror.keys(ids)}
 
 
 def _without_names(query: str, names: list[str]) -> str:
@@ -144,7 +143,7 @@ def _named_members(graph: MemoryGraph, hubs: dict[str, str], ids: set[str]) -> s
     """Which of ``ids`` are linked to one of the named hub keys."""
     if not hubs or not ids:
         return set()
-    return {r["memory_id"] for r in graph.store.query("memory/keys_many", ids=sorted(ids)) if r["key_id"] in hubs}
+    return {mid for mid in ids if any(k in hubs for k, _ in graph.mirror.memory_keys(mid))}
 
 
 def _key_path(graph: MemoryGraph, routed: dict[str, tuple[float, str]], namespace: str, now: float,
@@ -160,20 +159,23 @@ def _key_path(graph: MemoryGraph, routed: dict[str, tuple[float, str]], namespac
     if not routed:
         return [], {}, []
     if fan is None:
-        fan = _fans(graph, routed, now)
+        fan = _fans(graph, routed)
     walk = [k for k in routed if 0 < fan.get(k, 0) <= HUB_FANOUT]
     if not walk:
         return [], {}, []
-    rows = graph.store.query("recall/key_memories", ids=walk, now=now)
     n_docs = int(graph.lexical.stats(namespace)["docs"])
     score: dict[str, float] = defaultdict(float)
     via: dict[str, list[str]] = defaultdict(list)
-    for r in rows:
-        k = r["key_id"]
-        score[r["memory_id"]] += routed[k][0] * _idf(n_docs, fan[k]) * (r["weight"] / LINK_INIT)
-        via[r["memory_id"]].append(k)
+    seen: list[tuple[str, str]] = []
+    for k in walk:
+        ids, weights, _ = graph.mirror.key_links(k, now)
+        share = routed[k][0] * _idf(n_docs, fan[k]) / LINK_INIT
+        for mid, w in zip(ids, weights.tolist(), strict=True):
+            score[mid] += share * w
+            via[mid].append(k)
+            seen.append((k, mid))
     ranked = sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:KEY_POOL]
-    return ranked, via, [(r["key_id"], r["memory_id"]) for r in rows]
+    return ranked, via, seen
 
 
 def _strength(weights: list[float]) -> float:
@@ -185,8 +187,8 @@ def _strength(weights: list[float]) -> float:
 def _expand(graph: MemoryGraph, cands: dict[str, Candidate], namespace: str, hops: int, now: float) -> None:
     """Spread activation from the best memories over shared non-hub keys and RELATED_TO links.
 
-    Per hop: one statement for the frontier's keys with their fan-out, one for the memories of
-    the non-hub ones, one for explicit RELATED_TO neighbours; the walk itself is plain Python.
+    The walk reads the in-memory mirror of the graph (``GraphMirror``): a key's fan-out is its
+    number of visible memories, RELATED_TO neighbours count with their edge weight.
     """
     frontier = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))[:BEAM]
     for hop in range(1, hops + 1):
@@ -194,17 +196,18 @@ def _expand(graph: MemoryGraph, cands: dict[str, Candidate], namespace: str, hop
         if not ids:
             return
         parent = {c.memory_id: c for c in frontier}
-        links = graph.store.query("recall/frontier_links", frontier=ids, now=now)
         src_keys: dict[str, list[tuple[str, float]]] = defaultdict(list)
         walk: dict[str, int] = {}
-        for r in links:
-            if r["n"] <= HUB_FANOUT:
-                src_keys[r["src"]].append((r["key_id"], r["weight"]))
-                walk[r["key_id"]] = int(r["n"])
-        by_key: dict[str, list[tuple[str, float]]] = defaultdict(list)
-        if walk:
-            for r in graph.store.query("recall/key_memories", ids=sorted(walk), now=now):
-                by_key[r["key_id"]].append((r["memory_id"], r["weight"]))
+        by_key: dict[str, list[tuple[str, float]]] = {}
+        for src_id in ids:
+            for key_id, w in graph.mirror.memory_keys(src_id):
+                if key_id not in walk:
+                    walk[key_id] = graph.mirror.memory_count(key_id, now)
+                    if walk[key_id] <= HUB_FANOUT:
+                        mids, weights, _ = graph.mirror.key_links(key_id, now)
+                        by_key[key_id] = list(zip(mids, weights.tolist(), strict=True))
+                if walk[key_id] <= HUB_FANOUT:
+                    src_keys[src_id].append((key_id, w))
         paths: list[tuple[str, str, float, list[str]]] = []
         for src_id, keys in src_keys.items():
             for key_id, w1 in keys:
@@ -213,8 +216,10 @@ def _expand(graph: MemoryGraph, cands: dict[str, Candidate], namespace: str, hop
                 for dst, w2 in by_key.get(key_id, ()):
                     if dst != src_id:
                         paths.append((src_id, dst, share * _strength([w2]), [key_id]))
-        for r in graph.store.query("recall/related_many", frontier=ids, now=now):
-            paths.append((r["src"], r["dst"], _strength([r["weight"]]), []))
+        for src_id in ids:
+            for dst, w in graph.mirror.related(src_id, now):
+                if dst != src_id:
+                    paths.append((src_id, dst, _strength([w]), []))
         reached: dict[str, Candidate] = {}
         for src_id, dst, strength, keys_on_path in paths:
             src = parent[src_id]
@@ -250,7 +255,7 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
     qvec = vecs[0]
     routed = route_keys(graph, query, qvec, ns, 10)
     _route_phrases(graph, routed, vecs[1:], ns)
-    fan = _fans(graph, routed, now)
+    fan = _fans(graph, routed)
     # A named hub ("When did Melanie ...?" where Melanie said half of everything): BM25 would
     # rank her shortest memories first on the name alone. Search without the name, then
     # prefer her memories among the candidates (NAMED_BOOST in the fused score).
@@ -262,7 +267,7 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
     for mid, keys in via.items():
         if mid in cands:  # the key path keeps only its best KEY_POOL memories
             cands[mid].via_keys = keys
-    rows = _rows(graph, list(cands))
+    rows = graph.mirror.visible(cands, now)
     for mid in list(cands):
         if mid not in rows:
             del cands[mid]
@@ -271,7 +276,7 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
     if hops:
         _expand(graph, cands, ns, hops, now)
         missing = [m for m in cands if m not in rows]
-        rows.update(_rows(graph, missing))
+        rows.update(graph.mirror.visible(missing, now))
         for mid in missing:
             if mid in rows:
                 cands[mid].score *= rank_factor(rows[mid], graph.settings, now)
@@ -283,8 +288,10 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
     reranker = graph.reranker() if use_rerank else None
     rejected = False
     pool = ranked[: graph.settings.rerank_pool]
+    text = _Texts(graph)
     if reranker is not None and pool:
-        logits = reranker.score(query, [rows[c.memory_id]["content"] for c in pool])
+        pool = [c for c in pool if c.memory_id in text.get([c.memory_id for c in pool])]
+        logits = reranker.score(query, [text[c.memory_id] for c in pool])
         for c, logit in zip(pool, logits, strict=True):
             c.score = float(logit)
         pool.sort(key=lambda c: -c.score)
@@ -292,20 +299,22 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
         kind = "cross_encoder_logit"
         gate = graph.settings.rerank_min_score
         top = pool[0]
-        if gate is not None and top.score < gate and script_of(query) == script_of(rows[top.memory_id]["content"]):
+        if gate is not None and top.score < gate and script_of(query) == script_of(text[top.memory_id]):
             rejected = True
     picks = [] if rejected else ranked[:top_k]
     if not rejected and graph.settings.task_evidence_selection:
-        picks = select_evidence(graph, query, ranked, picks, rows, top_k)
+        picks = select_evidence(graph, query, ranked, picks, text.get, top_k)
     if reinforce and not rejected:
         _hebbian(graph, ranked[:top_k], ranked[: graph.settings.rerank_pool], seen_links)
+    shown = text.get([c.memory_id for c in picks])
     hits = [
         DirectHit(
-            memory_id=c.memory_id, content=rows[c.memory_id]["content"], namespace=ns,
+            memory_id=c.memory_id, content=shown[c.memory_id], namespace=ns,
             score=round(c.score, 6), score_kind=kind, hops=c.hops, via_keys=c.via_keys,
             validity=validity(rows[c.memory_id], graph.settings, now),
         )
         for c in picks
+        if c.memory_id in shown
     ]
     info = None
     if explain:
@@ -314,10 +323,21 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
     return DirectResult(results=hits, rejected=rejected, explain=info)
 
 
-def _rows(graph: MemoryGraph, ids: list[str]) -> dict[str, dict[str, Any]]:
-    if not ids:
-        return {}
-    return {mid: m for mid, m in fetch(graph, ids).items() if m["active"] and not graph.expired(m)}
+class _Texts:
+    """Memory content read from the store on demand (only what is reranked or shown), cached per call."""
+
+    def __init__(self, graph: MemoryGraph) -> None:
+        self.graph = graph
+        self.cache: dict[str, str] = {}
+
+    def get(self, ids: list[str]) -> dict[str, str]:
+        missing = [m for m in ids if m not in self.cache]
+        if missing:
+            self.cache.update(contents(self.graph, missing))
+        return {m: self.cache[m] for m in ids if m in self.cache}
+
+    def __getitem__(self, memory_id: str) -> str:
+        return self.cache[memory_id]
 
 
 def _hebbian(graph: MemoryGraph, used: list[Candidate], explored: list[Candidate],
@@ -340,7 +360,7 @@ def _hebbian(graph: MemoryGraph, used: list[Candidate], explored: list[Candidate
     if not adjust:
         return
     with graph.store.write() as tx:
-        tx.run("link/adjust_many", rows=adjust, lo=LINK_MIN, hi=LINK_MAX)
+        graph.mirror.set_weights(tx, tx.run("link/adjust_many", rows=adjust, lo=LINK_MIN, hi=LINK_MAX))
 
 
 def recall_inject(graph: MemoryGraph, args: dict[str, Any]) -> InjectResult:

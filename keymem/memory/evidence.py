@@ -11,7 +11,8 @@ the original picks remain for reinforcement (``KEYMEM_TASK_EVIDENCE_SELECTION``)
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from keymem.memory.tokenize import normalize_text, tokenize
 
@@ -57,19 +58,20 @@ def aspect(query: str, names: list[str]) -> str:
 
 
 def select_evidence(graph: MemoryGraph, query: str, ranked: list[Candidate], picks: list[Candidate],
-                    rows: dict[str, dict[str, Any]], top_k: int) -> list[Candidate]:
+                    contents: Callable[[list[str]], dict[str, str]], top_k: int) -> list[Candidate]:
     names = entities(query)
     if not names:
         return picks
     topic = aspect(query, names)
-    pool = [c for c in ranked if c.memory_id in rows]
+    text = contents([c.memory_id for c in ranked])  # read only when the query compares entities
+    pool = [c for c in ranked if c.memory_id in text]
     relevance = graph.lexical.score_docs(topic, [c.memory_id for c in pool]) if topic else {}
     chosen: list[Candidate] = []
     for name in names:
         needle = normalize_text(name)
         best, best_score = None, -1.0
         for rank, c in enumerate(pool):
-            if c in chosen or needle not in normalize_text(rows[c.memory_id]["content"]):
+            if c in chosen or needle not in normalize_text(text[c.memory_id]):
                 continue
             score = relevance.get(c.memory_id, 0.0) + 1.0 / (1 + rank)
             if score > best_score:

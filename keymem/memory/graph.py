@@ -19,6 +19,7 @@ from keymem.errors import StoreError
 from keymem.memory import associative, navigate, recall, write
 from keymem.memory.autokey import Autokey
 from keymem.memory.lexical import LexicalIndex
+from keymem.memory.mirror import GraphMirror
 from keymem.memory.views import (
     BatchResult,
     BrowseResult,
@@ -80,6 +81,7 @@ class MemoryGraph:
             log.warning("no calibrated key thresholds for %s; using the BGE profile", embedder.fingerprint)
         self.vectors = KeyVectors(store, embedder.dimension, index_min_keys=settings.vector_index_min_keys)
         self.lexical = LexicalIndex()
+        self.mirror = GraphMirror(store, settings)
         self.autokey = Autokey(self)
 
     # -- opening -------------------------------------------------------------------
@@ -113,6 +115,7 @@ class MemoryGraph:
             graph._check_fingerprint(progress)
             graph.vectors.load()
             graph._load_lexical()
+            graph.mirror.load()
             graph.sweep()
         except BaseException:
             store.close()

@@ -438,6 +438,7 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
             if m["active"] and m["id"] not in existing_mems and mem_map[m["id"]] == m["id"]:
                 lexical.append((m["id"], " ".join([*key_texts.get(m["id"], []), m["content"]]), m["namespace"]))
         tx.after_commit(lambda: graph.lexical.add_many(lexical))
+        tx.after_commit(graph.mirror.load)
     graph.vectors.maybe_switch()
     return report
 

@@ -174,7 +174,7 @@ def key_views(
     if not ids:
         return []
     if counts is None:
-        counts = {r["id"]: r["n"] for r in graph.store.query("key/counts", ids=ids, now=now)}
+        counts = {k: graph.mirror.memory_count(k, now) for k in ids}
     aliases: dict[str, list[str]] = {}
     for a in graph.store.query("key/aliases", ids=ids):
         aliases.setdefault(a["key_id"], []).append(a["text"])

@@ -8,7 +8,6 @@ the path actually taken). It never touches depth, confirmation or freshness.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +37,7 @@ def preview(content: str, limit: int = PREVIEW_CHARS) -> str:
 
 def get_key(graph: MemoryGraph, key_id: Any, namespace: Any = None) -> dict[str, Any]:
     kid = validate.ident(key_id, "key_id", "k")
-    rows = graph.store.query("key/get", id=kid)
-    k = rows[0]["k"] if rows else None
+    k = graph.mirror.key(kid)
     ns = None if namespace is None else validate.namespace(namespace)
     if k is None or (ns is not None and k["namespace"] != ns):
         where = f" in namespace {ns!r}" if ns else ""
@@ -65,15 +63,13 @@ def rank_in_key(graph: MemoryGraph, key_id: str, namespace: str, query: str | No
     thousands of memories costs milliseconds. For keys larger than ``EXACT_LEXICAL`` the
     lexical part comes from the namespace's top BM25 hits instead of scoring each memory.
     """
-    cols = graph.store.query("key/memory_columns", key_id=key_id, now=now)[0]
-    ids: list[str] = cols["ids"]
+    ids, weights, slots = graph.mirror.key_links(key_id, now)
     if not ids:
         return []
-    weights = np.asarray(cols["weights"], dtype=np.float64)
-    depth = np.clip(np.asarray(cols["depths"], dtype=np.float64), 0.0, 1.0)
-    age_days = np.maximum(0.0, now - np.asarray(cols["confirmed"], dtype=np.float64)) / DAY
-    half = np.asarray([graph.settings.half_life_days(p) or math.inf for p in cols["profiles"]], dtype=np.float64)
-    fresh = np.power(0.5, age_days / half)
+    cols = graph.mirror.columns(slots)
+    depth = np.clip(cols["depth"], 0.0, 1.0)
+    age_days = np.maximum(0.0, now - cols["confirmed"]) / DAY
+    fresh = np.power(0.5, age_days / cols["half_life"])
     base = (weights / LINK_MAX) * (1.0 + 0.25 * depth) * (0.2 + 0.8 * fresh)
     kind = "link_weight"
     score = base
@@ -85,23 +81,34 @@ def rank_in_key(graph: MemoryGraph, key_id: str, namespace: str, query: str | No
         raw = np.asarray([lex.get(i, 0.0) for i in ids], dtype=np.float64)
         score = (0.25 + raw / (1.0 + raw)) * base
         kind = "content_relevance"
-    created = np.asarray(cols["created"], dtype=np.float64)
-    order = np.lexsort((-created, -score))
+    order = np.lexsort((-cols["created"], -score))
     return [Ranked(ids[i], float(score[i]), float(weights[i]), kind) for i in order.tolist()]
 
 
-def fetch(graph: MemoryGraph, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """Full memory rows by id: one primary-key lookup each for a handful, one IN scan for more."""
+def contents(graph: MemoryGraph, ids: list[str]) -> dict[str, str]:
+    """Content of memories by id, read from the store: one primary-key lookup each for a handful."""
     if not ids:
         return {}
     if len(ids) <= FETCH_SINGLES:
         out = {}
         for mid in ids:
-            rows = graph.store.query("memory/get", id=mid)
+            rows = graph.store.query("mirror/content", id=mid)
             if rows:
-                out[mid] = rows[0]["m"]
+                out[mid] = rows[0]["content"]
         return out
-    return {r["m"]["id"]: r["m"] for r in graph.store.query("memory/get_many", ids=ids)}
+    return {r["id"]: r["content"] for r in graph.store.query("mirror/contents", ids=ids)}
+
+
+def fetch(graph: MemoryGraph, ids: list[str], now: float | None = None) -> dict[str, dict[str, Any]]:
+    """Ranking/validity fields (from the mirror) plus content of memories; visible ones when ``now`` is given."""
+    meta = {mid: graph.mirror.memory(mid, now) for mid in ids}
+    text = contents(graph, [mid for mid, m in meta.items() if m is not None])
+    out = {}
+    for mid, m in meta.items():
+        if m is not None and mid in text:
+            m["content"] = text[mid]
+            out[mid] = m
+    return out
 
 
 def read_key(graph: MemoryGraph, args: dict[str, Any]) -> ReadKeyResult:
@@ -114,7 +121,7 @@ def read_key(graph: MemoryGraph, args: dict[str, Any]) -> ReadKeyResult:
     now = graph.now()
     ranked = rank_in_key(graph, k["id"], k["namespace"], query, now)
     page = ranked[offset : offset + limit]
-    rows = fetch(graph, [r.memory_id for r in page])
+    rows = fetch(graph, [r.memory_id for r in page], now)
     view = key_views(graph, [k], k["namespace"], now, counts={k["id"]: len(ranked)})[0]
     memories = [
         KeyMemory(
@@ -157,6 +164,7 @@ def read_memory(graph: MemoryGraph, args: dict[str, Any]) -> MemoryView:
                 raise NotFound(f"memory {m['id']} is not linked to key {via}")
             weight = min(LINK_MAX, max(LINK_MIN, rows[0]["weight"] + HEBBIAN_STEP))
             tx.run("link/set", key_id=via, memory_id=m["id"], weight=weight)
+            graph.mirror.touch(tx, memories=[m["id"]])
             graph.autokey.on_read(tx, via, m, now)
     fresh = get_memory(graph, m["id"])
     return memory_view(graph, fresh, now)

@@ -47,12 +47,11 @@ def lexical_keys(graph: MemoryGraph, query: str, namespace: str) -> dict[str, tu
     found: dict[str, tuple[float, str]] = {}
     if not hits:
         return found
-    rows = graph.store.query("memory/keys_many", ids=[h[0] for h in hits])
-    best = dict(hits)
-    for r in rows:
-        rel = capped(best[r["memory_id"]])
-        if rel > found.get(r["key_id"], (0.0, ""))[0]:
-            found[r["key_id"]] = (rel, LEXICAL)
+    for mid, score in hits:
+        rel = capped(score)
+        for key_id, _ in graph.mirror.memory_keys(mid):
+            if rel > found.get(key_id, (0.0, ""))[0]:
+                found[key_id] = (rel, LEXICAL)
     return found
 
 
@@ -74,7 +73,7 @@ def recall(graph: MemoryGraph, args: dict[str, Any]) -> RecallResult:
     ranked_scores = sorted((s for s, _ in scored.values()), reverse=True)
     cutoff = ranked_scores[min(len(ranked_scores), 2 * top_k) - 1] if ranked_scores else 0.0
     shortlist = [k for k, (s, _) in scored.items() if s >= cutoff]
-    rows = [r["k"] for r in graph.store.query("key/get_many", ids=shortlist)] if shortlist else []
+    rows = graph.mirror.keys(shortlist)
     views = [v for v in key_views(graph, rows, ns, now, scores=scored) if v.memory_count > 0]
     views.sort(key=lambda v: (-(v.score or 0.0), -v.specificity, v.key))
     views = views[:top_k]
@@ -96,7 +95,7 @@ def top_memory(graph: MemoryGraph, key_id: str, key_text: str, namespace: str, t
         return None
     reranker = graph.reranker()
     pool = ranked[: graph.settings.rerank_pool] if reranker is not None else ranked[:1]
-    rows = fetch(graph, [r.memory_id for r in pool])
+    rows = fetch(graph, [r.memory_id for r in pool], now)
     pool = [r for r in pool if r.memory_id in rows]
     if not pool:
         return None
@@ -106,11 +105,9 @@ def top_memory(graph: MemoryGraph, key_id: str, key_text: str, namespace: str, t
         i = int(np.argmax(logits))
         best, score, kind = pool[i].memory_id, float(logits[i]), "cross_encoder_logit"
     m = rows[best]
-    connected = [
-        KeyRef(key_id=r["key_id"], key=r["key"])
-        for r in graph.store.query("memory/keys", id=best)
-        if r["key_id"] != key_id
-    ]
+    weight = dict(graph.mirror.memory_keys(best))
+    linked = sorted(graph.mirror.keys(weight), key=lambda k: (-weight[k["id"]], k["text"]))
+    connected = [KeyRef(key_id=k["id"], key=k["text"]) for k in linked if k["id"] != key_id]
     return MemoryPreview(
         memory_id=best, content=m["content"], matched_key=KeyRef(key_id=key_id, key=key_text),
         score=round(score, 4), score_kind=kind, validity=validity(m, graph.settings, now),

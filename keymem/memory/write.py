@@ -128,6 +128,7 @@ def _write_one(graph: MemoryGraph, tx: Tx, resolver: KeyResolver, it: Item, now:
     tx.run("memory/link_keys", key_ids=key_ids, memory_id=mid, weight=LINK_INIT, now=now)
     for other in it.related_to:
         tx.run("memory/relate", src=mid, dst=other, weight=RELATED_WEIGHT, now=now)
+    graph.mirror.touch(tx, memories=[mid], keys=key_ids)
     doc = " ".join([*(rk.text for rk in resolved), *(t for t, _ in it.keys), it.content])
     tx.after_commit(lambda: graph.lexical.add(mid, doc, it.namespace))
     briefs = {rk.key_id: KeyBrief(key_id=rk.key_id, key=rk.text, key_type=rk.key_type) for rk in resolved}  # type: ignore[arg-type]
@@ -221,6 +222,7 @@ def correct(graph: MemoryGraph, args: dict[str, Any], source: dict[str, Any] | N
                 f"the corrected content already exists as memory {result.memory_id}; forget this one instead"
             )
         tx.run("memory/supersede", old_id=current["id"], new_id=result.memory_id, factor=SUPERSEDED_DEPTH_FACTOR, now=now)
+        graph.mirror.touch(tx, memories=[current["id"]])
         tx.run("memory/norm_delete", memory_id=current["id"])
         tx.after_commit(lambda: graph.lexical.remove(current["id"]))
         if current["supersedes"]:  # one-step history: the generation before the old one goes
@@ -234,6 +236,7 @@ def _delete(graph: MemoryGraph, tx: Tx, memory_id: str) -> None:
     tx.run("memory/norm_delete", memory_id=memory_id)
     tx.run("memory/clear_supersedes", id=memory_id)
     tx.run("memory/delete", id=memory_id)
+    graph.mirror.touch(tx, memories=[memory_id], keys=key_ids)
     tx.after_commit(lambda: graph.lexical.remove(memory_id))
     if key_ids:
         for orphan in tx.run("key/orphans_of", ids=key_ids):
@@ -248,6 +251,7 @@ def delete_key(graph: MemoryGraph, tx: Tx, key_id: str, namespace: str) -> None:
     if rows and rows[0]["k"]["key_type"] == "concept":
         graph.vectors.delete(tx, key_id, namespace)
     tx.run("key/delete", id=key_id)
+    graph.mirror.touch(tx, keys=[key_id])
 
 
 def forget(graph: MemoryGraph, args: dict[str, Any]) -> ForgetResult:
@@ -279,6 +283,7 @@ def dismiss(graph: MemoryGraph, args: dict[str, Any]) -> DismissResult:
             raise NotFound(f"memory {m['id']} is not linked to key {key_id}")
         weight = max(LINK_MIN, rows[0]["weight"] * 0.5)
         tx.run("link/set", key_id=key_id, memory_id=m["id"], weight=weight)
+        graph.mirror.touch(tx, memories=[m["id"]])
         tx.run("alias/pending_cancel", key_id=key_id)
         tx.after_commit(lambda: graph.autokey.forget_routes(key_id))
     return DismissResult(memory_id=m["id"], key_id=key_id, link_weight=round(weight, 4))
@@ -292,4 +297,5 @@ def confirm(graph: MemoryGraph, args: dict[str, Any]) -> dict[str, Any]:
     with graph.store.write() as tx:
         get_memory(graph, m["id"], tx=tx, active_only=True)
         tx.run("memory/confirm", id=m["id"], step=DEPTH_STEP, now=graph.now(), evidence=record)
+        graph.mirror.touch(tx, memories=[m["id"]])
     return {"memory_id": m["id"]}

@@ -120,6 +120,7 @@ class Tx:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self.callbacks: list[Callable[[], None]] = []
+        self.scratch: dict[str, Any] = {}  # per-transaction state of the layers above (e.g. touched rows)
 
     def after_commit(self, fn: Callable[[], None]) -> None:
         self.callbacks.append(fn)

@@ -136,6 +136,7 @@ def test_healthy_store_reports_nothing(graph: Any) -> None:
     healthy(graph)
 
 
+@pytest.mark.raw_writes
 @pytest.mark.parametrize("name", list(CORRUPTIONS))
 def test_each_corruption_is_reported(graph: Any, name: str) -> None:
     w = populate(graph)
@@ -156,6 +157,7 @@ def test_expired_memory_pending_sweep(graph: Any, clock: Any, settings: Any, min
     assert check_invariants(graph, strict_expiry=True) == []
 
 
+@pytest.mark.raw_writes
 def test_corruption_survives_reopen_and_is_still_reported(graph: Any, settings: Any, minilm_embedder: Any,
                                                           clock: Any) -> None:
     """What doctor --check sees on a fresh open: the lexical index is rebuilt, the store's damage stays."""
@@ -169,6 +171,7 @@ def test_corruption_survives_reopen_and_is_still_reported(graph: Any, settings: 
         g2.close()
 
 
+@pytest.mark.raw_writes
 def test_store_with_a_keyless_memory_still_opens(graph: Any, settings: Any, minilm_embedder: Any, clock: Any) -> None:
     w = populate(graph)
     graph.store.raw("MATCH (k:Key)-[l:LINKS]->(m:Memory) WHERE m.id = $m DELETE l", {"m": w.ids["deploy"]})
@@ -180,6 +183,7 @@ def test_store_with_a_keyless_memory_still_opens(graph: Any, settings: Any, mini
         g2.close()
 
 
+@pytest.mark.raw_writes
 def test_store_digest_detects_any_change(graph: Any) -> None:
     w = populate(graph)
     before = store_digest(graph)

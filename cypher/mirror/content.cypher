@@ -1,0 +1,1 @@
+MATCH (m:Memory) WHERE m.id = $id RETURN m.content AS content

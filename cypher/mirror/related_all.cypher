@@ -1,0 +1,3 @@
+// Every RELATED_TO edge (stored direction src -> dst) with its weight.
+MATCH (a:Memory)-[r:RELATED_TO]->(b:Memory)
+RETURN collect(a.id) AS src, collect(b.id) AS dst, collect(r.weight) AS weights

@@ -1,0 +1,444 @@
+"""An in-memory copy of what ranking reads: memory metadata, key identity and the graph's edges.
+
+Recall touches hundreds of memories and keys per query; asking Kuzu for each of those sets
+costs 2-20 ms a statement once the tables are large (``WHERE id IN $list`` scans), while
+the same numbers held in arrays cost microseconds. The daemon is the store's only writer,
+so the copy can be kept exact: every write transaction names the memories and keys it
+touched (``touch``), and after the commit those rows are read back from the store (the
+source of truth) and replaced here. Link weights changed by Hebbian updates are applied
+directly from the values the update statement returned.
+
+What is held (content is not: it is read from the store only for what is shown):
+
+* memories: namespace, active, expires_at, depth, last_confirmed_at, created_at,
+  decay profile, confirmation count, and the keys each is linked to;
+* keys: namespace, text, type, and per key two growable arrays (memory slots, weights);
+* RELATED_TO edges, symmetric, with weights.
+
+Slots of deleted memories and keys are left empty (not reused) until the next open.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from array import array
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from keymem.memory.validate import DECAY_PROFILES
+
+if TYPE_CHECKING:
+    from keymem.settings import Settings
+    from keymem.store.db import Store, Tx
+
+log = logging.getLogger("keymem.memory")
+
+NO_EXPIRY = np.inf
+SINGLE_LOOKUPS = 4  # refresh/content reads of up to this many ids use one primary-key lookup each
+_TX_KEY = "mirror"
+
+
+def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """One row of collected lists; an empty table gives no row or nulls, read as empty lists."""
+    row = rows[0] if rows else {}
+    return {name: list(values or []) for name, values in row.items()} if row else _EmptyColumns()
+
+
+class _EmptyColumns(dict):  # type: ignore[type-arg]
+    def __missing__(self, name: str) -> list[Any]:
+        return []
+
+
+class GraphMirror:
+    """Exact, thread-safe copy of the ranking-relevant part of the graph (see module docstring)."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self._half_lives = np.array(
+            [settings.half_life_days(p) or np.inf for p in DECAY_PROFILES], dtype=np.float64)
+        self._profile_code = {p: i for i, p in enumerate(DECAY_PROFILES)}
+        self._lock = threading.RLock()
+        self._stale = False
+        self.failures = 0  # refreshes that failed and forced a full reload (should stay 0)
+        self._reset()
+
+    # -- layout ------------------------------------------------------------------------
+    def _reset(self, capacity: int = 1024) -> None:
+        self._ns: dict[str, int] = {}
+        self._ns_names: list[str] = []
+        # memories
+        self._mid: dict[str, int] = {}
+        self._mids: list[str | None] = []
+        self._m_ns = np.full(capacity, -1, dtype=np.int32)
+        self._m_active = np.zeros(capacity, dtype=bool)
+        self._m_expires = np.full(capacity, NO_EXPIRY)
+        self._m_depth = np.zeros(capacity)
+        self._m_confirmed = np.zeros(capacity)
+        self._m_created = np.zeros(capacity)
+        self._m_profile = np.zeros(capacity, dtype=np.int8)
+        self._m_confirmations = np.zeros(capacity, dtype=np.int64)
+        self._m_keys: list[list[int]] = []
+        self._related: dict[int, dict[int, float]] = {}
+        # keys
+        self._kid: dict[str, int] = {}
+        self._kids: list[str | None] = []
+        self._k_ns: list[int] = []
+        self._k_text: list[str] = []
+        self._k_type: list[str] = []
+        self._k_mem: list[array[int]] = []
+        self._k_w: list[array[float]] = []
+
+    def _ns_code(self, namespace: str) -> int:
+        code = self._ns.get(namespace)
+        if code is None:
+            code = self._ns[namespace] = len(self._ns_names)
+            self._ns_names.append(namespace)
+        return code
+
+    def _grow(self, need: int) -> None:
+        cap = len(self._m_ns)
+        if need <= cap:
+            return
+        new = max(need, cap * 2)
+
+        def ext(a: np.ndarray, fill: Any) -> np.ndarray:
+            out = np.full(new, fill, dtype=a.dtype)
+            out[:cap] = a
+            return out
+
+        self._m_ns = ext(self._m_ns, -1)
+        self._m_active = ext(self._m_active, False)
+        self._m_expires = ext(self._m_expires, NO_EXPIRY)
+        self._m_depth = ext(self._m_depth, 0.0)
+        self._m_confirmed = ext(self._m_confirmed, 0.0)
+        self._m_created = ext(self._m_created, 0.0)
+        self._m_profile = ext(self._m_profile, 0)
+        self._m_confirmations = ext(self._m_confirmations, 0)
+
+    # -- loading ---------------------------------------------------------------------------
+    def load(self) -> None:
+        """Read everything from the store (on open, after an import, or after a failed refresh)."""
+        mem, keys, links, rel = (_columns(self.store.query(f"mirror/{name}_all"))
+                                 for name in ("memories", "keys", "links", "related"))
+        with self._lock:
+            n = len(mem["ids"])
+            self._reset(max(1024, int(n * 1.25)))
+            self._mids = list(mem["ids"])
+            self._mid = {m: i for i, m in enumerate(mem["ids"])}
+            self._m_ns[:n] = [self._ns_code(s) for s in mem["namespaces"]]
+            self._m_active[:n] = mem["active"]
+            exp = np.asarray(mem["expires"], dtype=np.float64)
+            self._m_expires[:n] = np.where(exp < 0, NO_EXPIRY, exp)
+            self._m_depth[:n] = mem["depths"]
+            self._m_confirmed[:n] = mem["confirmed"]
+            self._m_created[:n] = mem["created"]
+            self._m_profile[:n] = [self._profile_code.get(p, 1) for p in mem["profiles"]]
+            self._m_confirmations[:n] = mem["confirmations"]
+            self._m_keys = [[] for _ in range(n)]
+            self._kids = list(keys["ids"])
+            self._kid = {k: i for i, k in enumerate(keys["ids"])}
+            self._k_ns = [self._ns_code(s) for s in keys["namespaces"]]
+            self._k_text = list(keys["texts"])
+            self._k_type = list(keys["types"])
+            self._k_mem = [array("i") for _ in self._kids]
+            self._k_w = [array("d") for _ in self._kids]
+            for kid, mid, w in zip(links["keys"], links["memories"], links["weights"], strict=True):
+                k, m = self._kid[kid], self._mid[mid]
+                self._k_mem[k].append(m)
+                self._k_w[k].append(w)
+                self._m_keys[m].append(k)
+            for a, b, w in zip(rel["src"], rel["dst"], rel["weights"], strict=True):
+                self._set_related(self._mid[a], self._mid[b], w)
+            self._stale = False
+
+    def _set_related(self, a: int, b: int, w: float) -> None:
+        self._related.setdefault(a, {})[b] = w
+        self._related.setdefault(b, {})[a] = w
+
+    # -- keeping in step with writes ----------------------------------------------------------
+    def touch(self, tx: Tx, *, memories: Iterable[str] = (), keys: Iterable[str] = ()) -> None:
+        """Record rows a write transaction changed; they are re-read once it commits."""
+        pending: tuple[set[str], set[str]] | None = tx.scratch.get(_TX_KEY)
+        if pending is None:
+            pending = tx.scratch[_TX_KEY] = (set(), set())
+            tx.after_commit(lambda: self.refresh(pending[0], pending[1]))
+        pending[0].update(memories)
+        pending[1].update(keys)
+
+    def set_weights(self, tx: Tx, rows: list[dict[str, Any]]) -> None:
+        """Apply link weights a committed statement returned (``key_id``, ``memory_id``, ``weight``)."""
+        def apply() -> None:
+            with self._lock:
+                for r in rows:
+                    k, m = self._kid.get(r["key_id"]), self._mid.get(r["memory_id"])
+                    if k is None or m is None:
+                        continue
+                    mems = self._k_mem[k]
+                    try:
+                        self._k_w[k][mems.index(m)] = r["weight"]
+                    except ValueError:
+                        log.error("mirror: link %s -> %s missing; reloading on next use", r["key_id"], r["memory_id"])
+                        self.failures += 1
+                        self._stale = True
+        tx.after_commit(apply)
+
+    def refresh(self, memory_ids: Iterable[str], key_ids: Iterable[str]) -> None:
+        """Re-read the given rows from the store; rows gone from it are removed here."""
+        try:
+            self._refresh(sorted(set(memory_ids)), sorted(set(key_ids)))
+        except Exception:
+            log.exception("mirror refresh failed; reloading it on next use")
+            self.failures += 1
+            self._stale = True
+
+    def _refresh(self, memory_ids: list[str], key_ids: list[str]) -> None:
+        mem_rows = self._read("mirror/memories", memory_ids)
+        rel_rows = self._read("mirror/related", memory_ids) if memory_ids else []
+        linked = {k for r in mem_rows for k in r["keys"] if k is not None}
+        with self._lock:
+            wanted = set(key_ids) | {k for k in linked if k not in self._kid}
+        key_rows = self._read("mirror/keys", sorted(wanted))
+        with self._lock:
+            found_keys = set()
+            for r in key_rows:
+                found_keys.add(r["id"])
+                self._upsert_key(r)
+            found_mems = set()
+            for r in mem_rows:
+                found_mems.add(r["id"])
+                self._upsert_memory(r)
+            for mid in memory_ids:
+                if mid not in found_mems:
+                    self._remove_memory(mid)
+            for kid in key_ids:
+                if kid not in found_keys:
+                    self._remove_key(kid)
+            for mid in found_mems:
+                m = self._mid[mid]
+                for other in list(self._related.get(m, ())):
+                    self._related.get(other, {}).pop(m, None)
+                self._related.pop(m, None)
+            for r in rel_rows:
+                a, b = self._mid.get(r["src"]), self._mid.get(r["dst"])
+                if a is not None and b is not None:
+                    self._set_related(a, b, r["weight"])
+
+    def _read(self, statement: str, ids: list[str]) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        if len(ids) <= SINGLE_LOOKUPS:
+            return [r for i in ids for r in self.store.query(statement, ids=[i])]
+        return self.store.query(statement, ids=ids)
+
+    def _upsert_key(self, r: dict[str, Any]) -> None:
+        k = self._kid.get(r["id"])
+        if k is None:
+            k = self._kid[r["id"]] = len(self._kids)
+            self._kids.append(r["id"])
+            self._k_ns.append(self._ns_code(r["namespace"]))
+            self._k_text.append(r["text"])
+            self._k_type.append(r["key_type"])
+            self._k_mem.append(array("i"))
+            self._k_w.append(array("d"))
+        else:
+            self._k_ns[k] = self._ns_code(r["namespace"])
+            self._k_text[k] = r["text"]
+            self._k_type[k] = r["key_type"]
+
+    def _remove_key(self, kid: str) -> None:
+        k = self._kid.pop(kid, None)
+        if k is None:
+            return
+        for m in self._k_mem[k]:
+            if k in self._m_keys[m]:
+                self._m_keys[m].remove(k)
+        self._kids[k] = None
+        self._k_mem[k] = array("i")
+        self._k_w[k] = array("d")
+
+    def _unlink(self, m: int) -> None:
+        for k in self._m_keys[m]:
+            mems = self._k_mem[k]
+            try:
+                pos = mems.index(m)
+            except ValueError:
+                continue
+            del mems[pos]
+            del self._k_w[k][pos]
+        self._m_keys[m] = []
+
+    def _upsert_memory(self, r: dict[str, Any]) -> None:
+        m = self._mid.get(r["id"])
+        if m is None:
+            m = self._mid[r["id"]] = len(self._mids)
+            self._mids.append(r["id"])
+            self._m_keys.append([])
+            self._grow(len(self._mids))
+        else:
+            self._unlink(m)
+        self._m_ns[m] = self._ns_code(r["namespace"])
+        self._m_active[m] = bool(r["active"])
+        self._m_expires[m] = NO_EXPIRY if r["expires"] < 0 else r["expires"]
+        self._m_depth[m] = r["depth"]
+        self._m_confirmed[m] = r["confirmed"]
+        self._m_created[m] = r["created"]
+        self._m_profile[m] = self._profile_code.get(r["decay_profile"], 1)
+        self._m_confirmations[m] = r["confirmations"]
+        keys = []
+        for kid, w in zip(r["keys"], r["weights"], strict=True):
+            k = self._kid.get(kid) if kid is not None else None
+            if k is None:
+                continue
+            self._k_mem[k].append(m)
+            self._k_w[k].append(w)
+            keys.append(k)
+        self._m_keys[m] = keys
+
+    def _remove_memory(self, mid: str) -> None:
+        m = self._mid.pop(mid, None)
+        if m is None:
+            return
+        self._unlink(m)
+        for other in self._related.pop(m, {}):
+            self._related.get(other, {}).pop(m, None)
+        self._mids[m] = None
+        self._m_ns[m] = -1
+        self._m_active[m] = False
+
+    def _fresh(self) -> None:
+        if self._stale:
+            self.load()
+
+    # -- reads -----------------------------------------------------------------------------
+    def _visible(self, idx: np.ndarray, now: float) -> np.ndarray:
+        return self._m_active[idx] & (self._m_expires[idx] > now)
+
+    def has_key(self, key_id: str) -> bool:
+        self._fresh()
+        return key_id in self._kid
+
+    def key(self, key_id: str) -> dict[str, Any] | None:
+        """The key's identity row (id, namespace, text, key_type), or None."""
+        self._fresh()
+        with self._lock:
+            k = self._kid.get(key_id)
+            if k is None:
+                return None
+            return {"id": key_id, "namespace": self._ns_names[self._k_ns[k]], "text": self._k_text[k],
+                    "key_type": self._k_type[k]}
+
+    def keys(self, key_ids: Iterable[str]) -> list[dict[str, Any]]:
+        return [row for row in (self.key(k) for k in key_ids) if row is not None]
+
+    def degree(self, key_id: str) -> int:
+        """Links of a key, superseded and expired memories included (hub detection, IDF)."""
+        self._fresh()
+        with self._lock:
+            k = self._kid.get(key_id)
+            return 0 if k is None else len(self._k_mem[k])
+
+    def memory_count(self, key_id: str, now: float) -> int:
+        """Visible (active, unexpired) memories of a key."""
+        self._fresh()
+        with self._lock:
+            k = self._kid.get(key_id)
+            if k is None or not self._k_mem[k]:
+                return 0
+            idx = np.array(self._k_mem[k], dtype=np.int64)
+            return int(np.count_nonzero(self._visible(idx, now)))
+
+    def key_links(self, key_id: str, now: float) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """A key's visible memories: ids, link weights and mirror slots (for ``columns``)."""
+        self._fresh()
+        with self._lock:
+            k = self._kid.get(key_id)
+            if k is None or not self._k_mem[k]:
+                return [], np.zeros(0), np.zeros(0, dtype=np.int64)
+            idx = np.array(self._k_mem[k], dtype=np.int64)
+            w = np.array(self._k_w[k], dtype=np.float64)
+            keep = self._visible(idx, now)
+            idx, w = idx[keep], w[keep]
+            ids = [self._mids[i] for i in idx.tolist()]
+        return ids, w, idx  # type: ignore[return-value]
+
+    def columns(self, slots: np.ndarray) -> dict[str, np.ndarray]:
+        """Depth, last confirmation, half-life (days, inf for permanent) and creation of memory slots."""
+        with self._lock:
+            return {
+                "depth": self._m_depth[slots].copy(),
+                "confirmed": self._m_confirmed[slots].copy(),
+                "half_life": self._half_lives[self._m_profile[slots]],
+                "created": self._m_created[slots].copy(),
+            }
+
+    def memory(self, memory_id: str, now: float | None = None) -> dict[str, Any] | None:
+        """Ranking and validity fields of one memory (visible only when ``now`` is given), or None."""
+        self._fresh()
+        with self._lock:
+            m = self._mid.get(memory_id)
+            if m is None:
+                return None
+            if now is not None and not (self._m_active[m] and self._m_expires[m] > now):
+                return None
+            exp = float(self._m_expires[m])
+            return {
+                "id": memory_id, "namespace": self._ns_names[self._m_ns[m]], "active": bool(self._m_active[m]),
+                "expires_at": None if exp == NO_EXPIRY else exp, "depth": float(self._m_depth[m]),
+                "last_confirmed_at": float(self._m_confirmed[m]), "created_at": float(self._m_created[m]),
+                "decay_profile": DECAY_PROFILES[int(self._m_profile[m])],
+                "confirmation_count": int(self._m_confirmations[m]),
+            }
+
+    def visible(self, memory_ids: Iterable[str], now: float) -> dict[str, dict[str, Any]]:
+        out = {}
+        for mid in memory_ids:
+            row = self.memory(mid, now)
+            if row is not None:
+                out[mid] = row
+        return out
+
+    def memory_keys(self, memory_id: str) -> list[tuple[str, float]]:
+        """(key id, link weight) of one memory's links."""
+        self._fresh()
+        with self._lock:
+            m = self._mid.get(memory_id)
+            if m is None:
+                return []
+            out = []
+            for k in self._m_keys[m]:
+                pos = self._k_mem[k].index(m)
+                out.append((self._kids[k], self._k_w[k][pos]))
+            return out  # type: ignore[return-value]
+
+    def related(self, memory_id: str, now: float) -> list[tuple[str, float]]:
+        """Visible RELATED_TO neighbours of one memory with the edge weight."""
+        self._fresh()
+        with self._lock:
+            m = self._mid.get(memory_id)
+            if m is None:
+                return []
+            return [(self._mids[o], w) for o, w in self._related.get(m, {}).items()  # type: ignore[misc]
+                    if self._m_active[o] and self._m_expires[o] > now]
+
+    # -- checks ----------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """Everything held, keyed by ids (for comparing with a fresh load in tests and checks)."""
+        self._fresh()
+        with self._lock:
+            mems = {}
+            for mid, m in self._mid.items():
+                row = self.memory(mid)
+                assert row is not None
+                row["keys"] = sorted((k, round(w, 9)) for k, w in self.memory_keys(mid))
+                row["related"] = sorted((self._mids[o], round(w, 9)) for o, w in self._related.get(m, {}).items())  # type: ignore[misc]
+                mems[mid] = row
+            keys = {kid: self.key(kid) for kid in self._kid}
+            return {"memories": mems, "keys": keys}
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {"memories": len(self._mid), "keys": len(self._kid),
+                    "links": sum(len(a) for a in self._k_mem), "slots": len(self._mids)}

@@ -1,0 +1,114 @@
+"""The in-memory mirror recall reads stays exactly what the store holds, after every kind of write."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+
+from keymem.memory.graph import MemoryGraph
+from keymem.memory.io import export_lines, import_lines
+from tests.conftest import Clock, assert_mirror_exact
+
+
+def test_every_write_keeps_the_mirror_exact(graph: MemoryGraph, clock: Clock) -> None:
+    a = graph.remember(content="Newton watched an apple fall", keys=["Newton", "apple"],
+                       key_types=["name", "concept"]).memory_id
+    b = graph.remember(content="The user likes strawberries", keys=["fruit", "strawberry"], related_to=[a]).memory_id
+    assert_mirror_exact(graph)
+    assert graph.mirror.related(a, clock()) == [(b, 1.0)]  # RELATED_TO is walked in both directions
+    graph.remember_batch([{"content": f"note {i} about apples and pears", "keys": ["apple", f"pear {i}"]}
+                          for i in range(5)])
+    assert_mirror_exact(graph)
+    new = graph.correct(memory_id=b, content="The user loves strawberries").memory_id
+    assert_mirror_exact(graph)
+    assert graph.mirror.memory(b)["active"] is False  # type: ignore[index]
+    newer = graph.correct(memory_id=new, content="The user adores strawberries").memory_id  # b is deleted
+    assert graph.mirror.memory(b) is None and graph.mirror.memory(newer) is not None
+    assert_mirror_exact(graph)
+    key_apple = next(k for k, _ in graph.mirror.memory_keys(a) if graph.mirror.key(k)["text"] == "apple")  # type: ignore[index]
+    graph.read_memory(memory_id=a, via_key_id=key_apple)
+    graph.dismiss(memory_id=a, key_id=key_apple)
+    graph.confirm_memory(memory_id=a, evidence="the user said so again")
+    assert_mirror_exact(graph)
+    graph.recall_direct(query="apples and pears")  # Hebbian weights come back from the update statement
+    assert_mirror_exact(graph)
+    graph.forget(memory_id=a)
+    assert graph.mirror.key(key_apple) is not None  # still linked to the batch's notes
+    assert_mirror_exact(graph)
+    ttl = graph.remember(content="a note that expires soon", keys=["temporary"], ttl_seconds=60).memory_id
+    assert graph.mirror.memory(ttl, clock()) is not None
+    clock.advance(120)
+    assert graph.mirror.memory(ttl, clock()) is None  # invisible at once, before any sweep
+    graph.sweep()
+    assert graph.mirror.memory(ttl) is None
+    assert_mirror_exact(graph)
+
+
+def test_orphan_keys_leave_the_mirror(graph: MemoryGraph) -> None:
+    m = graph.remember(content="A lone memory under a unique key", keys=["zebra crossing"]).memory_id
+    (key_id, _), = graph.mirror.memory_keys(m)
+    assert graph.mirror.memory_count(key_id, graph.now()) == 1
+    graph.forget(memory_id=m)
+    assert graph.mirror.key(key_id) is None and graph.mirror.memory_count(key_id, graph.now()) == 0
+    assert_mirror_exact(graph)
+
+
+def test_import_reloads_the_mirror(graph: MemoryGraph, settings, minilm_embedder, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    graph.remember(content="Exported memory about tea", keys=["tea"])
+    lines = export_lines(graph.store, None, graph.now())
+    other = MemoryGraph.open(settings.with_overrides(data_dir=tmp_path / "other"), embedder=minilm_embedder,
+                             reranker=None, progress=False)
+    try:
+        import_lines(other, lines)
+        assert other.mirror.stats()["memories"] == 1
+        assert_mirror_exact(other)
+        assert other.recall(query="tea").memory is not None
+    finally:
+        other.close()
+
+
+def test_reads_during_writes_never_fail(graph: MemoryGraph) -> None:
+    """Recall reads the mirror while another thread writes: no error, and every write is seen after."""
+    graph.remember(content="seed memory about rivers", keys=["river"])
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def reader() -> None:
+        try:
+            while not done.is_set():
+                graph.recall(query="river")
+                graph.recall_direct(query="river water", reinforce=False)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    rng = random.Random(1)
+    ids = []
+    try:
+        for i in range(40):
+            ids.append(graph.remember(content=f"river note {i} {rng.random()}", keys=["river", f"bank {i % 7}"]).memory_id)
+            if i % 5 == 4:
+                graph.forget(memory_id=ids.pop(0))
+    finally:
+        done.set()
+        t.join()
+    assert not errors
+    river = graph.recall(query="river").keys[0]
+    assert river.key == "river" and river.memory_count == 1 + len(ids)
+    assert_mirror_exact(graph)
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_reopen_loads_the_same_mirror(graph: MemoryGraph, settings, minilm_embedder, n: int) -> None:  # type: ignore[no-untyped-def]
+    for i in range(n):
+        graph.remember(content=f"memory {i} about coffee", keys=["coffee", f"cup {i}"])
+    before = graph.mirror.snapshot()
+    graph.close()
+    again = MemoryGraph.open(settings, embedder=minilm_embedder, reranker=None, progress=False)
+    try:
+        assert again.mirror.snapshot() == before
+    finally:
+        again.close()
