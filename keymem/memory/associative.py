@@ -28,7 +28,7 @@ from keymem.memory.lexical import capped
 from keymem.memory.navigate import contents
 from keymem.memory.recall import LITERAL, route_keys
 from keymem.memory.tokenize import script_of, tokenize
-from keymem.memory.validity import rank_factor, validity
+from keymem.memory.validity import validity
 from keymem.memory.views import DirectHit, DirectResult, InjectResult
 from keymem.memory.write import LINK_INIT, LINK_MAX, LINK_MIN
 
@@ -267,19 +267,19 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
     for mid, keys in via.items():
         if mid in cands:  # the key path keeps only its best KEY_POOL memories
             cands[mid].via_keys = keys
-    rows = graph.mirror.visible(cands, now)
+    factors = graph.mirror.rank_factors(cands, now)
     for mid in list(cands):
-        if mid not in rows:
+        if mid not in factors:
             del cands[mid]
         else:
-            cands[mid].score *= rank_factor(rows[mid], graph.settings, now)
+            cands[mid].score *= factors[mid]
     if hops:
         _expand(graph, cands, ns, hops, now)
-        missing = [m for m in cands if m not in rows]
-        rows.update(graph.mirror.visible(missing, now))
+        missing = [m for m in cands if m not in factors]
+        factors.update(graph.mirror.rank_factors(missing, now))
         for mid in missing:
-            if mid in rows:
-                cands[mid].score *= rank_factor(rows[mid], graph.settings, now)
+            if mid in factors:
+                cands[mid].score *= factors[mid]
             else:
                 del cands[mid]
 
@@ -307,6 +307,7 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
     if reinforce and not rejected:
         _hebbian(graph, ranked[:top_k], ranked[: graph.settings.rerank_pool], seen_links)
     shown = text.get([c.memory_id for c in picks])
+    rows = graph.mirror.visible(shown, now)
     hits = [
         DirectHit(
             memory_id=c.memory_id, content=shown[c.memory_id], namespace=ns,
@@ -314,7 +315,7 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
             validity=validity(rows[c.memory_id], graph.settings, now),
         )
         for c in picks
-        if c.memory_id in shown
+        if c.memory_id in shown and c.memory_id in rows
     ]
     info = None
     if explain:

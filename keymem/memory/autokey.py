@@ -74,9 +74,9 @@ class Autokey:
         s = self.graph.settings
         for norm, (query, qvec, _) in fresh.items():
             nid = name_id(k["namespace"], norm)
-            existing = tx.run("key/by_name", id=nid)
+            existing = tx.run("key/name_lookup", id=nid)
             if existing:
-                if existing[0]["k"]["id"] == key_id:
+                if existing[0]["key_id"] == key_id:
                     tx.run("alias/hit", key_id=key_id, norm=norm, now=now)
                 continue
             pid = f"{key_id}\x1f{norm}"

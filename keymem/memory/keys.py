@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,30 @@ def new_id(prefix: str) -> str:
 def name_id(namespace: str, norm: str) -> str:
     """Primary key of a KeyName row: unique per namespace and normalised text."""
     return f"{namespace}\x1f{norm}"
+
+
+NAME_SINGLES = 24  # up to this many names are looked up one primary-key statement each
+
+
+def keys_by_names(graph: MemoryGraph, run: Callable[..., list[dict[str, Any]]], nids: list[str],
+                  ) -> dict[str, dict[str, Any]]:
+    """KeyName id -> key row (id, namespace, text, key_type) for the names that exist.
+
+    ``run`` is ``store.query`` or ``tx.run``. A handful of names costs one primary-key lookup
+    each, the key row coming from the mirror; many names, one UNWIND statement (a scan).
+    """
+    if len(nids) > NAME_SINGLES:
+        return {r["name_id"]: r["k"] for r in run("key/by_names", ids=nids)}
+    out: dict[str, dict[str, Any]] = {}
+    for nid in nids:
+        for r in run("key/name_lookup", id=nid):
+            row = graph.mirror.key(r["key_id"])
+            if row is None:  # not in the mirror (should not happen): ask the store
+                found = run("key/get", id=r["key_id"])
+                row = found[0]["k"] if found else None
+            if row is not None:
+                out[nid] = row
+    return out
 
 
 def add_literal_name(tx: Tx, namespace: str, text: str, key_id: str) -> None:
@@ -83,8 +108,7 @@ class KeyResolver:
             return
         for nid in nids:
             self._known.setdefault(nid, None)
-        for r in self.tx.run("key/by_names", ids=nids):
-            self._known[r["name_id"]] = r["k"]
+        self._known.update(keys_by_names(self.graph, self.tx.run, nids))
 
     def resolve(self, text: str, key_type: str, namespace: str) -> ResolvedKey:
         norm = normalize_text(text)
@@ -96,7 +120,8 @@ class KeyResolver:
             k = self._known[nid]
             rows = [{"k": k}] if k is not None else []
         else:
-            rows = self.tx.run("key/by_name", id=nid)
+            found_k = keys_by_names(self.graph, self.tx.run, [nid]).get(nid)
+            rows = [{"k": found_k}] if found_k is not None else []
         if rows:
             k = rows[0]["k"]
             found = ResolvedKey(k["id"], k["text"], k["key_type"], False)

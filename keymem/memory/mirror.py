@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from keymem.memory.validate import DECAY_PROFILES
+from keymem.memory.validity import DAY
 
 if TYPE_CHECKING:
     from keymem.settings import Settings
@@ -37,7 +38,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("keymem.memory")
 
 NO_EXPIRY = np.inf
-SINGLE_LOOKUPS = 4  # refresh/content reads of up to this many ids use one primary-key lookup each
+# Refreshes of up to this many rows use one-id statements (primary-key lookups, ~0.5-3 ms per
+# memory at 100k); more use one UNWIND statement, which Kuzu plans as a scan (~40 ms at 100k).
+SINGLE_LOOKUPS = 8
 _TX_KEY = "mirror"
 
 
@@ -80,7 +83,8 @@ class GraphMirror:
         self._m_created = np.zeros(capacity)
         self._m_profile = np.zeros(capacity, dtype=np.int8)
         self._m_confirmations = np.zeros(capacity, dtype=np.int64)
-        self._m_keys: list[list[int]] = []
+        self._m_keys: list[list[int]] = []  # key slots of each memory's links ...
+        self._m_w: list[list[float]] = []  # ... and their weights (also held per key, for key_links)
         self._related: dict[int, dict[int, float]] = {}
         # keys
         self._kid: dict[str, int] = {}
@@ -138,6 +142,7 @@ class GraphMirror:
             self._m_profile[:n] = [self._profile_code.get(p, 1) for p in mem["profiles"]]
             self._m_confirmations[:n] = mem["confirmations"]
             self._m_keys = [[] for _ in range(n)]
+            self._m_w = [[] for _ in range(n)]
             self._kids = list(keys["ids"])
             self._kid = {k: i for i, k in enumerate(keys["ids"])}
             self._k_ns = [self._ns_code(s) for s in keys["namespaces"]]
@@ -150,6 +155,7 @@ class GraphMirror:
                 self._k_mem[k].append(m)
                 self._k_w[k].append(w)
                 self._m_keys[m].append(k)
+                self._m_w[m].append(w)
             for a, b, w in zip(rel["src"], rel["dst"], rel["weights"], strict=True):
                 self._set_related(self._mid[a], self._mid[b], w)
             self._stale = False
@@ -176,9 +182,9 @@ class GraphMirror:
                     k, m = self._kid.get(r["key_id"]), self._mid.get(r["memory_id"])
                     if k is None or m is None:
                         continue
-                    mems = self._k_mem[k]
                     try:
-                        self._k_w[k][mems.index(m)] = r["weight"]
+                        self._k_w[k][self._k_mem[k].index(m)] = r["weight"]
+                        self._m_w[m][self._m_keys[m].index(k)] = r["weight"]
                     except ValueError:
                         log.error("mirror: link %s -> %s missing; reloading on next use", r["key_id"], r["memory_id"])
                         self.failures += 1
@@ -195,12 +201,11 @@ class GraphMirror:
             self._stale = True
 
     def _refresh(self, memory_ids: list[str], key_ids: list[str]) -> None:
-        mem_rows = self._read("mirror/memories", memory_ids)
-        rel_rows = self._read("mirror/related", memory_ids) if memory_ids else []
+        mem_rows, rel_rows = self._read_memories(memory_ids)
         linked = {k for r in mem_rows for k in r["keys"] if k is not None}
         with self._lock:
             wanted = set(key_ids) | {k for k in linked if k not in self._kid}
-        key_rows = self._read("mirror/keys", sorted(wanted))
+        key_rows = self._read_keys(sorted(wanted))
         with self._lock:
             found_keys = set()
             for r in key_rows:
@@ -226,12 +231,29 @@ class GraphMirror:
                 if a is not None and b is not None:
                     self._set_related(a, b, r["weight"])
 
-    def _read(self, statement: str, ids: list[str]) -> list[dict[str, Any]]:
+    def _read_memories(self, ids: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Rows (with ``keys``/``weights`` lists) and RELATED_TO edges of some memories."""
         if not ids:
-            return []
-        if len(ids) <= SINGLE_LOOKUPS:
-            return [r for i in ids for r in self.store.query(statement, ids=[i])]
-        return self.store.query(statement, ids=ids)
+            return [], []
+        if len(ids) > SINGLE_LOOKUPS:
+            return self.store.query("mirror/memories", ids=ids), self.store.query("mirror/related", ids=ids)
+        rows, rel = [], []
+        for mid in ids:
+            found = self.store.query("mirror/memory", id=mid)
+            if not found:
+                continue
+            row = dict(found[0])
+            links = self.store.query("mirror/memory_links", id=mid)
+            row["keys"] = [r["key_id"] for r in links]
+            row["weights"] = [r["weight"] for r in links]
+            rows.append(row)
+            rel.extend(self.store.query("mirror/memory_related", id=mid))
+        return rows, rel
+
+    def _read_keys(self, ids: list[str]) -> list[dict[str, Any]]:
+        if len(ids) > SINGLE_LOOKUPS:
+            return self.store.query("mirror/keys", ids=ids)
+        return [r for kid in ids for r in self.store.query("mirror/key", id=kid)]
 
     def _upsert_key(self, r: dict[str, Any]) -> None:
         k = self._kid.get(r["id"])
@@ -254,7 +276,9 @@ class GraphMirror:
             return
         for m in self._k_mem[k]:
             if k in self._m_keys[m]:
-                self._m_keys[m].remove(k)
+                pos = self._m_keys[m].index(k)
+                del self._m_keys[m][pos]
+                del self._m_w[m][pos]
         self._kids[k] = None
         self._k_mem[k] = array("i")
         self._k_w[k] = array("d")
@@ -269,6 +293,7 @@ class GraphMirror:
             del mems[pos]
             del self._k_w[k][pos]
         self._m_keys[m] = []
+        self._m_w[m] = []
 
     def _upsert_memory(self, r: dict[str, Any]) -> None:
         m = self._mid.get(r["id"])
@@ -276,6 +301,7 @@ class GraphMirror:
             m = self._mid[r["id"]] = len(self._mids)
             self._mids.append(r["id"])
             self._m_keys.append([])
+            self._m_w.append([])
             self._grow(len(self._mids))
         else:
             self._unlink(m)
@@ -287,7 +313,7 @@ class GraphMirror:
         self._m_created[m] = r["created"]
         self._m_profile[m] = self._profile_code.get(r["decay_profile"], 1)
         self._m_confirmations[m] = r["confirmations"]
-        keys = []
+        keys, weights = [], []
         for kid, w in zip(r["keys"], r["weights"], strict=True):
             k = self._kid.get(kid) if kid is not None else None
             if k is None:
@@ -295,7 +321,9 @@ class GraphMirror:
             self._k_mem[k].append(m)
             self._k_w[k].append(w)
             keys.append(k)
+            weights.append(w)
         self._m_keys[m] = keys
+        self._m_w[m] = weights
 
     def _remove_memory(self, mid: str) -> None:
         m = self._mid.pop(mid, None)
@@ -392,6 +420,21 @@ class GraphMirror:
                 "confirmation_count": int(self._m_confirmations[m]),
             }
 
+    def rank_factors(self, memory_ids: Iterable[str], now: float) -> dict[str, float]:
+        """Depth and freshness factor (validity.rank_factor) of the visible ones among some memories."""
+        self._fresh()
+        with self._lock:
+            ids = [mid for mid in memory_ids if mid in self._mid]
+            if not ids:
+                return {}
+            idx = np.fromiter((self._mid[mid] for mid in ids), dtype=np.int64, count=len(ids))
+            keep = self._visible(idx, now)
+            depth = np.clip(self._m_depth[idx], 0.0, 1.0)
+            age_days = np.maximum(0.0, now - self._m_confirmed[idx]) / DAY
+            fresh = np.power(0.5, age_days / self._half_lives[self._m_profile[idx]])
+            factor = (1.0 + 0.25 * depth) * (0.2 + 0.8 * fresh)
+        return {mid: f for mid, f, ok in zip(ids, factor.tolist(), keep.tolist(), strict=True) if ok}
+
     def visible(self, memory_ids: Iterable[str], now: float) -> dict[str, dict[str, Any]]:
         out = {}
         for mid in memory_ids:
@@ -407,11 +450,7 @@ class GraphMirror:
             m = self._mid.get(memory_id)
             if m is None:
                 return []
-            out = []
-            for k in self._m_keys[m]:
-                pos = self._k_mem[k].index(m)
-                out.append((self._kids[k], self._k_w[k][pos]))
-            return out  # type: ignore[return-value]
+            return [(self._kids[k], w) for k, w in zip(self._m_keys[m], self._m_w[m], strict=True)]  # type: ignore[misc]
 
     def related(self, memory_id: str, now: float) -> list[tuple[str, float]]:
         """Visible RELATED_TO neighbours of one memory with the edge weight."""

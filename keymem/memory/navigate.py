@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 PREVIEW_CHARS = 160
 EXACT_LEXICAL = 2000
-FETCH_SINGLES = 6
+FETCH_SINGLES = 24  # content of up to this many memories: one primary-key lookup each (~0.35 ms at 100k)
 LEXICAL_WINDOW = 1000
 HEBBIAN_STEP = 0.1
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from keymem.memory import validate
-from keymem.memory.keys import key_views, name_id
+from keymem.memory.keys import key_views, keys_by_names, name_id
 from keymem.memory.lexical import capped
 from keymem.memory.navigate import fetch, rank_in_key
 from keymem.memory.tokenize import literal_tokens
@@ -34,10 +34,8 @@ def route_keys(graph: MemoryGraph, query: str, qvec: np.ndarray, namespace: str,
     for key_id, cos in graph.vectors.search(qvec, namespace, max(limit * 3, 10), min_score=threshold):
         found[key_id] = (cos, COSINE)
     literal = literal_tokens(query)
-    if literal:
-        ids = [name_id(namespace, t) for t in literal]
-        for r in graph.store.query("key/by_names", ids=ids):
-            found[r["k"]["id"]] = (1.0, LITERAL)
+    for key in keys_by_names(graph, graph.store.query, sorted(name_id(namespace, t) for t in literal)).values():
+        found[key["id"]] = (1.0, LITERAL)
     return found
 
 

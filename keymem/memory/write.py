@@ -15,7 +15,7 @@ import numpy as np
 
 from keymem.errors import InvalidInput, KeymemError, NotFound
 from keymem.memory import validate
-from keymem.memory.keys import KeyResolver, name_id, new_id
+from keymem.memory.keys import KeyResolver, keys_by_names, name_id, new_id
 from keymem.memory.tokenize import normalize_text
 from keymem.memory.validity import DEPTH_STEP, SUPERSEDED_DEPTH_FACTOR
 from keymem.memory.views import (
@@ -87,7 +87,7 @@ def _key_vectors(graph: MemoryGraph, items: list[Item]) -> dict[str, np.ndarray]
                 wanted.setdefault(name_id(it.namespace, normalize_text(text)), text)
     if not wanted:
         return {}
-    known = {r["name_id"] for r in graph.store.query("key/by_names", ids=list(wanted))}
+    known = keys_by_names(graph, graph.store.query, list(wanted))
     todo = {normalize_text(t): t for nid, t in wanted.items() if nid not in known}
     if not todo:
         return {}
