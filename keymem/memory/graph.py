@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("keymem.memory")
 
 REEMBED_BATCH = 64
+RETOKENIZE_BATCH = 2000
 
 
 class MemoryGraph:
@@ -166,8 +167,45 @@ class MemoryGraph:
         return done
 
     def _load_lexical(self) -> None:
-        rows = self.store.query("memory/active_docs", now=self.now())
-        self.lexical.add_many((r["id"], " ".join([*(r["keys"] or []), r["content"]]), r["namespace"]) for r in rows)
+        """Fill the BM25 index from each memory's stored terms; tokenise (and store) only what lacks them."""
+        from keymem.memory.tokenize import TERMS_SEP, tokenizer_fingerprint
+
+        now = self.now()
+        fingerprint = tokenizer_fingerprint()
+        same = self.meta("lexical_tokenizer") == fingerprint
+        cols = self.store.query("memory/active_terms", now=now)
+        row = cols[0] if cols else {}
+        ids, namespaces = row.get("ids") or [], row.get("namespaces") or []
+        terms, missing = row.get("terms") or [], row.get("missing") or []
+        docs: list[tuple[str, str | list[str], str]] = []
+        redo: set[str] = set()
+        for mid, ns, t, miss in zip(ids, namespaces, terms, missing, strict=True):
+            if miss or not same:
+                redo.add(mid)
+            else:
+                docs.append((mid, t.split(TERMS_SEP) if t else [], ns))
+        self.lexical.add_many(docs)
+        if redo:
+            self._retokenize(redo, now)
+        if not same and not self.store.read_only:
+            self.set_meta("lexical_tokenizer", fingerprint)
+
+    def _retokenize(self, ids: set[str], now: float) -> None:
+        """Tokenise memories without stored terms (older stores, imports, a tokenizer change) and store them."""
+        from keymem.memory.tokenize import TERMS_SEP, tokenize
+
+        log.info("tokenising %d memories for the BM25 index (stored for the next open)", len(ids))
+        done: list[tuple[str, str | list[str], str]] = []
+        for r in self.store.query("memory/active_docs", now=now):
+            if r["id"] in ids:
+                done.append((r["id"], tokenize(" ".join([*(r["keys"] or []), r["content"]])), r["namespace"]))
+        self.lexical.add_many(done)
+        if self.store.read_only:
+            return
+        for start in range(0, len(done), RETOKENIZE_BATCH):
+            chunk = done[start : start + RETOKENIZE_BATCH]
+            with self.store.write() as tx:
+                tx.run("memory/set_terms", rows=[{"id": mid, "terms": TERMS_SEP.join(t)} for mid, t, _ in chunk])
 
     # -- shared helpers ----------------------------------------------------------------
     def meta(self, name: str) -> str | None:

@@ -361,17 +361,19 @@ class LexicalIndex:
             out.append(tid)
         return out
 
-    def add(self, doc_id: str, text: str, namespace: str) -> None:
-        """Index ``text`` under ``doc_id`` (replacing any previous version); visible at once."""
-        tokens = tokenize(text)
+    def add(self, doc_id: str, text: str, namespace: str, *, tokens: list[str] | None = None) -> None:
+        """Index ``text`` (or its already computed ``tokens``) under ``doc_id``, replacing any
+        previous version; visible at once."""
+        if tokens is None:
+            tokens = tokenize(text)
         with self._lock:
             self._add_locked(doc_id, self._term_ids(tokens), namespace)
             run_now = self._maybe_schedule(namespace)
         if run_now:
             self._drain()
 
-    def add_many(self, docs: Iterable[tuple[str, str, str]]) -> None:
-        """Bulk add ``(id, text, namespace)``; for loading a store at open.
+    def add_many(self, docs: Iterable[tuple[str, str | list[str], str]]) -> None:
+        """Bulk add ``(id, text or its tokens, namespace)``; for loading a store at open.
 
         A namespace that received more documents than its main holds is rebuilt synchronously
         before returning (so a freshly opened store searches at full speed); others follow the
@@ -390,7 +392,7 @@ class LexicalIndex:
             batch.clear()
 
         for doc_id, text, ns in docs:
-            batch.append((doc_id, tokenize(text), ns))
+            batch.append((doc_id, tokenize(text) if isinstance(text, str) else text, ns))
             if len(batch) >= 1024:
                 apply()
         apply()

@@ -478,6 +478,30 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+_PROBE = (
+    "The users' favourite Libraries, cafés & naïve tests: Dr. Smith's 3.14 notes (2024-05-01) "
+    "동건이는 파이썬을 좋아했다. 서울에서 회의가 있었습니다. 東京と北京の会議 ﬁle école"
+)
+TERMS_SEP = "\x1f"
+
+
+def tokenizer_fingerprint() -> str:
+    """Identity of the tokenizer's behaviour: stored BM25 terms are reused only while it is unchanged.
+
+    A hash of the terms of a probe text exercising every path (Latin plurals and possessives,
+    punctuation, numbers, Kiwi's Korean morphemes and particles, CJK bigrams, Unicode
+    normalisation) plus Kiwi's version, so any change in tokenisation re-tokenises stored memories
+    on the next open instead of silently mixing old and new terms.
+    """
+    import hashlib
+
+    import kiwipiepy
+
+    terms = tokenize(_PROBE)
+    digest = hashlib.sha256(TERMS_SEP.join(terms).encode("utf-8")).hexdigest()[:16]
+    return f"kiwipiepy-{kiwipiepy.__version__}-{digest}"
+
+
 def _budgeted(segments: list[tuple[bool, str]]) -> list[tuple[bool, str]]:
     """Demote Hangul beyond ``KIWI_MAX_CHARS`` to the plain word path (cut at whitespace)."""
     budget = KIWI_MAX_CHARS

@@ -16,7 +16,7 @@ import numpy as np
 from keymem.errors import InvalidInput, KeymemError, NotFound
 from keymem.memory import validate
 from keymem.memory.keys import KeyResolver, keys_by_names, name_id, new_id
-from keymem.memory.tokenize import normalize_text
+from keymem.memory.tokenize import TERMS_SEP, normalize_text, tokenize
 from keymem.memory.validity import DEPTH_STEP, SUPERSEDED_DEPTH_FACTOR
 from keymem.memory.views import (
     BatchResult,
@@ -118,10 +118,12 @@ def _write_one(graph: MemoryGraph, tx: Tx, resolver: KeyResolver, it: Item, now:
     mid = new_id("m")
     resolved = [resolver.resolve(text, kind, it.namespace) for text, kind in it.keys]
     expires = now + it.ttl_seconds if it.ttl_seconds else None
+    terms = tokenize(" ".join([*(rk.text for rk in resolved), *(t for t, _ in it.keys), it.content]))
     tx.run(
         "memory/create", id=mid, namespace=it.namespace, content=it.content, norm=normalize_text(it.content),
         now=now, depth=depth, decay_profile=it.decay_profile, ttl_seconds=it.ttl_seconds, expires_at=expires,
         supersedes=supersedes, source=json.dumps(it.source, ensure_ascii=False) if it.source else None,
+        terms=TERMS_SEP.join(terms),
     )
     tx.run("memory/norm_create", id=nid, memory_id=mid)
     key_ids = list(dict.fromkeys(rk.key_id for rk in resolved))
@@ -129,8 +131,7 @@ def _write_one(graph: MemoryGraph, tx: Tx, resolver: KeyResolver, it: Item, now:
     for other in it.related_to:
         tx.run("memory/relate", src=mid, dst=other, weight=RELATED_WEIGHT, now=now)
     graph.mirror.touch(tx, memories=[mid], keys=key_ids)
-    doc = " ".join([*(rk.text for rk in resolved), *(t for t, _ in it.keys), it.content])
-    tx.after_commit(lambda: graph.lexical.add(mid, doc, it.namespace))
+    tx.after_commit(lambda: graph.lexical.add(mid, "", it.namespace, tokens=terms))
     briefs = {rk.key_id: KeyBrief(key_id=rk.key_id, key=rk.text, key_type=rk.key_type) for rk in resolved}  # type: ignore[arg-type]
     return RememberResult(memory_id=mid, keys=list(briefs.values()), duplicate=False)
 
