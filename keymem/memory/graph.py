@@ -18,7 +18,7 @@ import numpy as np
 from keymem.errors import StoreError
 from keymem.memory import associative, navigate, recall, write
 from keymem.memory.autokey import Autokey
-from keymem.memory.lexical import LexicalIndex
+from keymem.memory.lexical import LexicalIndex, release_freed_memory
 from keymem.memory.mirror import GraphMirror
 from keymem.memory.views import (
     BatchResult,
@@ -117,6 +117,7 @@ class MemoryGraph:
             graph.vectors.load()
             graph._load_lexical()
             graph.mirror.load()
+            release_freed_memory()  # the loads' transient rows (hundreds of MB at 100k memories)
             graph.sweep()
         except BaseException:
             store.close()

@@ -100,7 +100,7 @@ def _rank_key(hit: tuple[str, float]) -> tuple[float, str]:
     return (-hit[1], hit[0])
 
 
-def _release_freed_memory() -> None:
+def release_freed_memory() -> None:
     """Hand the build's freed buffers back to the OS (glibc keeps them otherwise: ~100 MB at 100k docs)."""
     global _LIBC
     if _LIBC is None:
@@ -560,7 +560,7 @@ class LexicalIndex:
                     del self._shards[ns]
                 again = self._maybe_schedule(ns) if ns in self._shards else False
                 self._cond.notify_all()
-        _release_freed_memory()
+        release_freed_memory()
         return again
 
     def _swap_locked(self, shard: _Shard, main: _Main | None) -> None:

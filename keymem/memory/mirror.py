@@ -83,8 +83,8 @@ class GraphMirror:
         self._m_created = np.zeros(capacity)
         self._m_profile = np.zeros(capacity, dtype=np.int8)
         self._m_confirmations = np.zeros(capacity, dtype=np.int64)
-        self._m_keys: list[list[int]] = []  # key slots of each memory's links ...
-        self._m_w: list[list[float]] = []  # ... and their weights (also held per key, for key_links)
+        self._m_keys: list[array[int]] = []  # key slots of each memory's links ...
+        self._m_w: list[array[float]] = []  # ... and their weights (also held per key, for key_links)
         self._related: dict[int, dict[int, float]] = {}
         # keys
         self._kid: dict[str, int] = {}
@@ -141,8 +141,8 @@ class GraphMirror:
             self._m_created[:n] = mem["created"]
             self._m_profile[:n] = [self._profile_code.get(p, 1) for p in mem["profiles"]]
             self._m_confirmations[:n] = mem["confirmations"]
-            self._m_keys = [[] for _ in range(n)]
-            self._m_w = [[] for _ in range(n)]
+            self._m_keys = [array("i") for _ in range(n)]
+            self._m_w = [array("d") for _ in range(n)]
             self._kids = list(keys["ids"])
             self._kid = {k: i for i, k in enumerate(keys["ids"])}
             self._k_ns = [self._ns_code(s) for s in keys["namespaces"]]
@@ -292,16 +292,16 @@ class GraphMirror:
                 continue
             del mems[pos]
             del self._k_w[k][pos]
-        self._m_keys[m] = []
-        self._m_w[m] = []
+        self._m_keys[m] = array("i")
+        self._m_w[m] = array("d")
 
     def _upsert_memory(self, r: dict[str, Any]) -> None:
         m = self._mid.get(r["id"])
         if m is None:
             m = self._mid[r["id"]] = len(self._mids)
             self._mids.append(r["id"])
-            self._m_keys.append([])
-            self._m_w.append([])
+            self._m_keys.append(array("i"))
+            self._m_w.append(array("d"))
             self._grow(len(self._mids))
         else:
             self._unlink(m)
@@ -313,7 +313,7 @@ class GraphMirror:
         self._m_created[m] = r["created"]
         self._m_profile[m] = self._profile_code.get(r["decay_profile"], 1)
         self._m_confirmations[m] = r["confirmations"]
-        keys, weights = [], []
+        keys, weights = array("i"), array("d")
         for kid, w in zip(r["keys"], r["weights"], strict=True):
             k = self._kid.get(kid) if kid is not None else None
             if k is None:

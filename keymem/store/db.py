@@ -99,6 +99,18 @@ class Connection:
             result = self.conn.execute(prepared, params)
         return _rows(result)
 
+    def stream(self, name: str, params: dict[str, Any]) -> Iterator[Row]:
+        """Rows one at a time (a large read whose rows are converted as they arrive)."""
+        stmt = cypher.load(name)
+        cypher.check_params(stmt, params)
+        result = self.conn.execute(stmt.text, params) if stmt.params else self.conn.execute(stmt.text)
+        try:
+            names = result.get_column_names()
+            while result.has_next():
+                yield dict(zip(names, result.get_next(), strict=True))
+        finally:
+            result.close()
+
     def raw(self, text: str, params: dict[str, Any] | None = None) -> list[Row]:
         """A statement that is not in cypher/ (DDL built from a checked template, console)."""
         result = self.conn.execute(text, params or {})
@@ -220,6 +232,12 @@ class Store:
         self._check()
         with self._gate.shared():
             return self._conn().run(statement, params)
+
+    def stream(self, statement: str, /, **params: Any) -> Iterator[Row]:
+        """Run a large read statement, yielding rows as they come (bounded Python memory)."""
+        self._check()
+        with self._gate.shared():
+            yield from self._conn().stream(statement, params)
 
     def raw(self, text: str, params: dict[str, Any] | None = None) -> list[Row]:
         self._check()

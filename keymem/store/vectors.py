@@ -127,7 +127,8 @@ class KeyVectors:
                     conn.run("vectors/drop_index", {})
                 self.indexed = False
             self._blocks.clear()
-            for row in self.store.query("vectors/all"):
+            # Streamed: 50k keys x 384 floats as Python lists would hold ~500 MB at once.
+            for row in self.store.stream("vectors/all"):
                 self._block(row["namespace"]).add(row["id"], np.asarray(row["vec"], dtype=np.float32))
 
     def ensure_index(self) -> None:
