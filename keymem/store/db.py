@@ -104,6 +104,8 @@ class Connection:
         stmt = cypher.load(name)
         cypher.check_params(stmt, params)
         result = self.conn.execute(stmt.text, params) if stmt.params else self.conn.execute(stmt.text)
+        if isinstance(result, list):  # one statement per file: Kuzu returns a list only for several
+            raise StoreError(f"{name} holds more than one statement")
         try:
             names = result.get_column_names()
             while result.has_next():
