@@ -141,7 +141,7 @@ def build_twin(directory: Path, seed: int = 0) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     fp32 = directory / "model-fp32.onnx"
     onnx.save_model(model, str(fp32), save_as_external_data=True, location="model-fp32.onnx.data")
-    del model, inits, graph
+    del model, graph
     quantize_dynamic(str(fp32), str(directory / "model.onnx"), weight_type=QuantType.QInt8)
     fp32.unlink()
     (directory / "model-fp32.onnx.data").unlink()

@@ -462,6 +462,15 @@ class GraphMirror:
             return [(self._mids[o], w) for o, w in self._related.get(m, {}).items()  # type: ignore[misc]
                     if self._m_active[o] and self._m_expires[o] > now]
 
+    def related_ids(self, memory_id: str) -> list[str]:
+        """Every RELATED_TO neighbour of one memory (old versions included), sorted."""
+        self._fresh()
+        with self._lock:
+            m = self._mid.get(memory_id)
+            if m is None:
+                return []
+            return sorted(self._mids[o] for o in self._related.get(m, {}))  # type: ignore[misc]
+
     # -- checks ----------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
         """Everything held, keyed by ids (for comparing with a fresh load in tests and checks)."""

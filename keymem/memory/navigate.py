@@ -136,11 +136,12 @@ def read_key(graph: MemoryGraph, args: dict[str, Any]) -> ReadKeyResult:
 
 
 def memory_view(graph: MemoryGraph, m: dict[str, Any], now: float) -> MemoryView:
-    keys = graph.store.query("memory/keys", id=m["id"])
-    related = [r["id"] for r in graph.store.query("memory/related", id=m["id"])]
+    weight = dict(graph.mirror.memory_keys(m["id"]))
+    keys = sorted(graph.mirror.keys(weight), key=lambda k: (-weight[k["id"]], k["text"]))
+    related = graph.mirror.related_ids(m["id"])
     return MemoryView(
         memory_id=m["id"], content=m["content"], namespace=m["namespace"],
-        keys=[KeyLinkRef(key_id=r["key_id"], key=r["key"], link_weight=round(r["weight"], 4)) for r in keys],
+        keys=[KeyLinkRef(key_id=k["id"], key=k["text"], link_weight=round(weight[k["id"]], 4)) for k in keys],
         validity=validity(m, graph.settings, now), depth=round(m["depth"], 4), depth_stage=depth_stage(m["depth"]),  # type: ignore[arg-type]
         access_count=int(m["access_count"]), supersedes=m["supersedes"], superseded_by=m["superseded_by"],
         active=bool(m["active"]), source=json.loads(m["source"]) if m["source"] else None,
@@ -154,7 +155,7 @@ def read_memory(graph: MemoryGraph, args: dict[str, Any]) -> MemoryView:
     now = graph.now()
     if via is not None:  # every check before the first write: a refusal must not roll back a SET
         via = validate.ident(via, "via_key_id", "k")
-        if not graph.store.query("link/get", key_id=via, memory_id=m["id"]):
+        if via not in dict(graph.mirror.memory_keys(m["id"])):
             raise NotFound(f"memory {m['id']} is not linked to key {via}")
     with graph.store.write() as tx:
         tx.run("memory/access", id=m["id"], now=now)
