@@ -22,7 +22,7 @@ Measured, in this order, in one process (model loaded first):
 3. Q queries (made from memories' words, 1-4 words, some with a name): the MCP ``recall`` tool
    and ``recall_direct(hops=2, reinforce=False)``, p50/p95/p99; then ``read_key`` on the top key
    and ``read_memory`` on the top memory (p50);
-4. store size on disk, RSS: after the models (MiniLM, Kiwi) are loaded and the empty store
+4. store size on disk, and the time to open it again (``reopen_s``, a daemon start); RSS: after the models (MiniLM, Kiwi) are loaded and the empty store
    opened, and the peak; ``rss_mb`` is peak minus that baseline (the store, caches and indexes,
    not the model weights).
 5. Linear-scan baseline over the same data and queries: every key vector scored with numpy and
@@ -312,6 +312,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         base = {"recall_ms": _common.summary_ms(b_recall), "recall_direct_ms": _common.summary_ms(b_direct),
                 "keys_scanned": len(lin.key_ids), "docs_scanned": len(lin.doc_ids)}
     graph.close()
+    # Reopen: what a daemon start costs on this store (migrations, mirror, key vectors, BM25).
+    ts = time.perf_counter()
+    _common.open_graph(data_dir, model_dir, emb).close()
+    reopen_s = time.perf_counter() - ts
     out = {
         "memories": n,
         "queries": len(queries),
@@ -325,6 +329,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "read_key_ms": _common.summary_ms(t_key, 0.5),
         "read_memory_ms": _common.summary_ms(t_mem, 0.5),
         "store_mb": round(store_mb, 1),
+        "reopen_s": round(reopen_s, 2),
         "rss_mb": round(rss_peak - rss_base, 1),
         "rss_peak_mb": round(rss_peak, 1),
         "rss_after_model_mb": round(rss_base, 1),

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from keymem.store import migrations
 from tests.cli.conftest import cli_env, run_cli
 
 HEAVY = ("kuzu", "numpy", "onnxruntime", "tokenizers", "huggingface_hub", "bm25s", "kiwipiepy", "mcp")
@@ -115,7 +116,8 @@ def test_doctor_reports_config_sources_and_problems(store_env: dict[str, Any], t
     out = run_cli(["doctor"], env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "KEYMEM_DATA_DIR" in out.stdout and "(env KEYMEM_DATA_DIR)" in out.stdout
-    assert "(default)" in out.stdout and "opens cleanly" in out.stdout and "001_init" in out.stdout
+    latest = migrations.available()[-1]
+    assert "(default)" in out.stdout and "opens cleanly" in out.stdout and f"schema: {latest} (up to date)" in out.stdout
     assert "not running" in out.stdout
     broken = {**env, "LOCAL_EMBEDDING_MODEL": "no-such-model", "LOCAL_EMBEDDING_MODEL_PATH": ""}
     out = run_cli(["doctor"], broken)
