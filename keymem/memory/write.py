@@ -127,7 +127,8 @@ def _write_one(graph: MemoryGraph, tx: Tx, resolver: KeyResolver, it: Item, now:
     )
     tx.run("memory/norm_create", id=nid, memory_id=mid)
     key_ids = list(dict.fromkeys(rk.key_id for rk in resolved))
-    tx.run("memory/link_keys", key_ids=key_ids, memory_id=mid, weight=LINK_INIT, now=now)
+    for key_id in key_ids:
+        tx.run("link/create", key_id=key_id, memory_id=mid, weight=LINK_INIT, now=now)
     for other in it.related_to:
         tx.run("memory/relate", src=mid, dst=other, weight=RELATED_WEIGHT, now=now)
     graph.mirror.touch(tx, memories=[mid], keys=key_ids)
