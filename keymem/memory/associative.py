@@ -48,6 +48,7 @@ NAMED_BOOST = 0.3  # fused-score bonus for candidates linked to a hub key the qu
 KEY_WEIGHT = 0.3  # key-path share of the fused score (lexical = 1)
 PHRASES = 4  # query phrases embedded for key routing
 PHRASE_KEYS = 5  # concept keys routed per phrase
+ADJUST_SINGLES = 48  # Hebbian updates of up to this many links: one primary-key statement each (~1 ms at 100k)
 PHRASE_QUERY_MAX_CHARS = 500  # longer queries (prompts) route by the whole text only
 
 
@@ -361,7 +362,11 @@ def _hebbian(graph: MemoryGraph, used: list[Candidate], explored: list[Candidate
     if not adjust:
         return
     with graph.store.write() as tx:
-        graph.mirror.set_weights(tx, tx.run("link/adjust_many", rows=adjust, lo=LINK_MIN, hi=LINK_MAX))
+        if len(adjust) > ADJUST_SINGLES:
+            done = tx.run("link/adjust_many", rows=adjust, lo=LINK_MIN, hi=LINK_MAX)
+        else:
+            done = [r for a in adjust for r in tx.run("link/adjust", **a, lo=LINK_MIN, hi=LINK_MAX)]
+        graph.mirror.set_weights(tx, done)
 
 
 def recall_inject(graph: MemoryGraph, args: dict[str, Any]) -> InjectResult:
