@@ -57,6 +57,9 @@ class StoreView:
         self.store = store
         self.embedder = None
 
+    def reload_caches(self) -> None:
+        """Nothing is cached over a directly opened store (a MemoryGraph re-reads its copies here)."""
+
     def now(self) -> float:
         return time.time()
 

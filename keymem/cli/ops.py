@@ -117,9 +117,11 @@ def cypher_run(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     if write:
         with store.exclusive() as conn:  # holds keymem's writer, so no tool call writes meanwhile
             try:
-                return _result(conn.conn.execute(query, args), started)
+                out = _result(conn.conn.execute(query, args), started)
             except RuntimeError as exc:
                 raise InvalidInput(str(exc)) from None
+        graph.reload_caches()  # the statement bypassed the domain layer: re-read what recall holds
+        return out
     conn = store.connection()  # the read-only transaction must live on this thread's connection
     store.query("console/begin_read_only")
     try:

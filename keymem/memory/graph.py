@@ -208,6 +208,19 @@ class MemoryGraph:
             with self.store.write() as tx:
                 tx.run("memory/set_terms", rows=[{"id": mid, "terms": TERMS_SEP.join(t)} for mid, t, _ in chunk])
 
+    def reload_caches(self) -> None:
+        """Re-read every in-memory copy (key vectors, BM25 index, graph mirror) from the store.
+
+        For writes that bypass the domain layer (the console's write mode).
+        """
+        self.vectors.load()
+        fresh = LexicalIndex()
+        self.lexical, old = fresh, self.lexical
+        self._load_lexical()
+        del old
+        self.mirror.load()
+        release_freed_memory()
+
     # -- shared helpers ----------------------------------------------------------------
     def meta(self, name: str) -> str | None:
         rows = self.store.query("meta/get", name=name)

@@ -109,6 +109,24 @@ def check_invariants(graph: MemoryGraph, *, strict_expiry: bool = False) -> list
                         f"{_ids(bad_norm, '{memory_id}')}")
 
     problems.extend(_check_lexical(graph, strict_expiry))
+    problems.extend(_check_mirror(graph))
+    return problems
+
+
+def _check_mirror(graph: MemoryGraph) -> list[str]:
+    """The graph mirror recall reads must equal the store, row for row."""
+    from keymem.memory.mirror import GraphMirror
+
+    fresh = GraphMirror(graph.store, graph.settings)
+    fresh.load()
+    held, truth = graph.mirror.snapshot(), fresh.snapshot()
+    problems = []
+    for part in ("memories", "keys"):
+        diff = sorted(k for k in held[part].keys() | truth[part].keys() if held[part].get(k) != truth[part].get(k))
+        if diff:
+            problems.append(f"the graph mirror differs from the store for {len(diff)} {part}: {', '.join(diff[:5])}")
+    if graph.mirror.failures:
+        problems.append(f"{graph.mirror.failures} graph mirror refreshes failed since open (see the log)")
     return problems
 
 

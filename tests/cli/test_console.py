@@ -65,6 +65,18 @@ def test_write_mode_runs_mutations(graph: Any, populated: dict[str, str]) -> Non
     graph.remember(content="after a console write", keys=["console"])
 
 
+def test_write_mode_reloads_what_recall_holds(graph: Any, populated: dict[str, str]) -> None:
+    """A console write bypasses the domain layer; keymem re-reads its in-memory copies after it."""
+    from keymem.memory.invariants import check_invariants
+
+    ops.cypher_run(graph, {"query": "MATCH (k:Key)-[l:LINKS]->(m:Memory) SET l.weight = 2.5", "write": True})
+    ops.cypher_run(graph, {"query": "MATCH (m:Memory) WHERE m.active SET m.depth = 0.75", "write": True})
+    snap = graph.mirror.snapshot()["memories"]
+    assert snap and all(w == 2.5 for m in snap.values() for _, w in m["keys"])
+    assert all(m["depth"] == 0.75 for m in snap.values() if m["active"])
+    assert check_invariants(graph) == []
+
+
 def test_unbound_parameters_are_refused_even_in_write_mode(graph: Any, populated: dict[str, str]) -> None:
     """Kuzu drops an unbound $x silently (WHERE m.id = $x DELETE would delete every memory)."""
     before = graph.counts()

@@ -191,3 +191,14 @@ def test_store_digest_detects_any_change(graph: Any) -> None:
     assert before["counts"]["Memory"] == 7
     graph.read_memory(memory_id=w.ids["alice"])  # access_count changes
     assert store_digest(graph)["sha256"] != before["sha256"]
+
+
+@pytest.mark.raw_writes
+def test_a_stale_mirror_is_reported(graph: Any) -> None:
+    m = graph.remember(content="Weights live in the store and in the mirror", keys=["mirror"]).memory_id
+    assert check_invariants(graph) == []
+    graph.store.raw("MATCH (k:Key)-[l:LINKS]->(m:Memory) WHERE m.id = $m SET l.weight = 2.0", {"m": m})
+    problems = check_invariants(graph)
+    assert any("graph mirror differs from the store for 1 memories" in p and m in p for p in problems)
+    graph.reload_caches()
+    assert check_invariants(graph) == []
