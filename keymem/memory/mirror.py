@@ -344,6 +344,9 @@ class GraphMirror:
     def _visible(self, idx: np.ndarray, now: float) -> np.ndarray:
         return self._m_active[idx] & (self._m_expires[idx] > now)
 
+    def key_count(self) -> int:
+        return len(self._kid)
+
     def has_key(self, key_id: str) -> bool:
         self._fresh()
         return key_id in self._kid

@@ -35,6 +35,7 @@ LINK_INIT = 1.0
 LINK_MIN = 0.1
 LINK_MAX = 3.0
 RELATED_WEIGHT = 1.0
+LINK_SCAN_MAX_KEYS = 12_000  # below: link a memory's keys in one statement (a Key scan); above: one per key
 
 
 @dataclass
@@ -127,8 +128,11 @@ def _write_one(graph: MemoryGraph, tx: Tx, resolver: KeyResolver, it: Item, now:
     )
     tx.run("memory/norm_create", id=nid, memory_id=mid)
     key_ids = list(dict.fromkeys(rk.key_id for rk in resolved))
-    for key_id in key_ids:
-        tx.run("link/create", key_id=key_id, memory_id=mid, weight=LINK_INIT, now=now)
+    if graph.mirror.key_count() < LINK_SCAN_MAX_KEYS:
+        tx.run("memory/link_keys", key_ids=key_ids, memory_id=mid, weight=LINK_INIT, now=now)
+    else:
+        for key_id in key_ids:
+            tx.run("link/create", key_id=key_id, memory_id=mid, weight=LINK_INIT, now=now)
     for other in it.related_to:
         tx.run("memory/relate", src=mid, dst=other, weight=RELATED_WEIGHT, now=now)
     graph.mirror.touch(tx, memories=[mid], keys=key_ids)

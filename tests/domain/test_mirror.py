@@ -112,3 +112,19 @@ def test_reopen_loads_the_same_mirror(graph: MemoryGraph, settings, minilm_embed
         assert again.mirror.snapshot() == before
     finally:
         again.close()
+
+
+@pytest.mark.parametrize("scan_max", [0, 1_000_000])
+def test_both_ways_of_linking_keys(graph: MemoryGraph, monkeypatch: pytest.MonkeyPatch, scan_max: int) -> None:
+    """Large stores link a memory's keys one statement per key, small ones in one statement."""
+    from keymem.memory import write
+
+    monkeypatch.setattr(write, "LINK_SCAN_MAX_KEYS", scan_max)
+    mid = graph.remember(content="Linked both ways", keys=["alpha", "beta", "Gamma"],
+                         key_types=["concept", "concept", "name"]).memory_id
+    graph.remember_batch([{"content": f"batch item {i}", "keys": ["alpha", f"item {i}"]} for i in range(3)])
+    rows = graph.store.raw("MATCH (k:Key)-[l:LINKS]->(m:Memory) WHERE m.id = $id RETURN k.text AS t, l.weight AS w",
+                           {"id": mid})
+    assert sorted(r["t"] for r in rows) == ["Gamma", "alpha", "beta"] and {r["w"] for r in rows} == {1.0}
+    assert graph.recall(query="alpha").keys[0].memory_count == 4
+    assert_mirror_exact(graph)
