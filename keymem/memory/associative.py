@@ -48,7 +48,10 @@ NAMED_BOOST = 0.3  # fused-score bonus for candidates linked to a hub key the qu
 KEY_WEIGHT = 0.3  # key-path share of the fused score (lexical = 1)
 PHRASES = 4  # query phrases embedded for key routing
 PHRASE_KEYS = 5  # concept keys routed per phrase
-ADJUST_SINGLES = 48  # Hebbian updates of up to this many links: one primary-key statement each (~1 ms at 100k)
+# Hebbian updates: one statement for all links (planned as a scan: ~6 ms at 10k memories, ~85 ms at
+# 100k) while the store is small or the set large; else one primary-key statement per link (~1 ms).
+ADJUST_SINGLES = 48
+ADJUST_SCAN_MAX_MEMORIES = 20_000
 PHRASE_QUERY_MAX_CHARS = 500  # longer queries (prompts) route by the whole text only
 
 
@@ -362,7 +365,7 @@ def _hebbian(graph: MemoryGraph, used: list[Candidate], explored: list[Candidate
     if not adjust:
         return
     with graph.store.write() as tx:
-        if len(adjust) > ADJUST_SINGLES:
+        if len(adjust) > ADJUST_SINGLES or graph.mirror.memory_total() < ADJUST_SCAN_MAX_MEMORIES:
             done = tx.run("link/adjust_many", rows=adjust, lo=LINK_MIN, hi=LINK_MAX)
         else:
             done = [r for a in adjust for r in tx.run("link/adjust", **a, lo=LINK_MIN, hi=LINK_MAX)]

@@ -347,6 +347,10 @@ class GraphMirror:
     def key_count(self) -> int:
         return len(self._kid)
 
+    def memory_total(self) -> int:
+        """Memories in the store, old versions included."""
+        return len(self._mid)
+
     def has_key(self, key_id: str) -> bool:
         self._fresh()
         return key_id in self._kid

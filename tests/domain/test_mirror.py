@@ -12,7 +12,7 @@ from keymem.memory.io import export_lines, import_lines
 from tests.conftest import Clock, assert_mirror_exact
 
 
-def test_every_write_keeps_the_mirror_exact(graph: MemoryGraph, clock: Clock) -> None:
+def test_every_write_keeps_the_mirror_exact(graph: MemoryGraph, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     a = graph.remember(content="Newton watched an apple fall", keys=["Newton", "apple"],
                        key_types=["name", "concept"]).memory_id
     b = graph.remember(content="The user likes strawberries", keys=["fruit", "strawberry"], related_to=[a]).memory_id
@@ -34,6 +34,12 @@ def test_every_write_keeps_the_mirror_exact(graph: MemoryGraph, clock: Clock) ->
     assert_mirror_exact(graph)
     graph.recall_direct(query="apples and pears")  # Hebbian weights come back from the update statement
     assert_mirror_exact(graph)
+    from keymem.memory import associative
+
+    for scan_max in (0, 1_000_000):  # one statement per link (large stores) and one for all (small)
+        monkeypatch.setattr(associative, "ADJUST_SCAN_MAX_MEMORIES", scan_max)
+        graph.recall_direct(query="pears and apples")
+        assert_mirror_exact(graph)
     graph.forget(memory_id=a)
     assert graph.mirror.key(key_apple) is not None  # still linked to the batch's notes
     assert_mirror_exact(graph)
