@@ -118,8 +118,9 @@ def _check_mirror(graph: MemoryGraph) -> list[str]:
     from keymem.memory.mirror import GraphMirror
 
     fresh = GraphMirror(graph.store, graph.settings)
-    fresh.load()
-    held, truth = graph.mirror.snapshot(), fresh.snapshot()
+    with graph.store.no_writes():  # a write committing between the two reads would look like drift
+        fresh.load()
+        held, truth = graph.mirror.snapshot(), fresh.snapshot()
     problems = []
     for part in ("memories", "keys"):
         diff = sorted(k for k in held[part].keys() | truth[part].keys() if held[part].get(k) != truth[part].get(k))

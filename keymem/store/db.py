@@ -284,6 +284,12 @@ class Store:
                     log.exception("after-commit update failed")
             self._maybe_checkpoint()
 
+    @contextlib.contextmanager
+    def no_writes(self) -> Iterator[None]:
+        """Hold the writer (reads go on): for comparing the store with an in-memory copy."""
+        with self._write_lock:
+            yield
+
     wal_checkpoint_bytes = 16 * 1024 * 1024
 
     def _maybe_checkpoint(self) -> None:
