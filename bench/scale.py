@@ -232,7 +232,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     corpus = Corpus()
     tmp = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="keymem-scale-"))
     data_dir = tmp / "data"
-    graph = _common.open_graph(data_dir, model_dir, emb)
+    extra = {"buffer_pool_mb": args.buffer_pool_mb} if args.buffer_pool_mb else {}
+    graph = _common.open_graph(data_dir, model_dir, emb, **extra)
     gc.collect()
     rss_base = _common.rss_mb()
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
@@ -321,7 +322,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     graph.close()
     # Reopen: what a daemon start costs on this store (migrations, mirror, key vectors, BM25).
     ts = time.perf_counter()
-    _common.open_graph(data_dir, model_dir, emb).close()
+    _common.open_graph(data_dir, model_dir, emb, **extra).close()
     reopen_s = time.perf_counter() - ts
     out = {
         "memories": n,
@@ -344,6 +345,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "rss_end_mb": round(rss_now, 1),
         "baseline": base,
         "machine": {"cpus": os.cpu_count(), "onnx_threads": args.threads, "python": sys.version.split()[0]},
+        "buffer_pool_mb": args.buffer_pool_mb or 256,
     }
     if not args.dir:
         import shutil
@@ -361,6 +363,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, default=1, help="ONNX intra-op threads (default 1, keymem's default on 2 cores)")
     p.add_argument("--dir", default=None, help="keep the store here instead of a temporary directory")
     p.add_argument("--no-baseline", action="store_true")
+    p.add_argument("--buffer-pool-mb", type=int, default=None, help="Kuzu buffer pool (default: keymem's, 256)")
     args = p.parse_args(argv)
     import logging
 

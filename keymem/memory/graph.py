@@ -174,10 +174,10 @@ class MemoryGraph:
         now = self.now()
         fingerprint = tokenizer_fingerprint()
         same = self.meta("lexical_tokenizer") == fingerprint
-        cols = self.store.query("memory/active_terms", now=now)
-        row = cols[0] if cols else {}
-        ids, namespaces = row.get("ids") or [], row.get("namespaces") or []
-        terms, missing = row.get("terms") or [], row.get("missing") or []
+        from keymem.memory.mirror import paged
+
+        row = paged(self.store, "memory/active_terms", now=now)
+        ids, namespaces, terms, missing = row["ids"], row["namespaces"], row["terms"], row["missing"]
         docs: list[tuple[str, str | list[str], str]] = []
         redo: set[str] = set()
         for mid, ns, t, miss in zip(ids, namespaces, terms, missing, strict=True):

@@ -44,6 +44,22 @@ SINGLE_LOOKUPS = 8
 _TX_KEY = "mirror"
 
 
+LOAD_PAGE = 20_000
+
+
+def paged(store: Store, statement: str, **params: Any) -> dict[str, list[Any]]:
+    """All pages of a ``$after``/``$limit`` statement returning parallel lists led by ``ids``, joined."""
+    out: dict[str, list[Any]] = {}
+    after = ""
+    while True:
+        page = _columns(store.query(statement, after=after, limit=LOAD_PAGE, **params))
+        for name, values in page.items():
+            out.setdefault(name, []).extend(values)
+        if len(page["ids"]) < LOAD_PAGE:
+            return out if out else _EmptyColumns()
+        after = page["ids"][-1]
+
+
 def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
     """One row of collected lists; an empty table gives no row or nulls, read as empty lists."""
     row = rows[0] if rows else {}
@@ -124,9 +140,26 @@ class GraphMirror:
 
     # -- loading ---------------------------------------------------------------------------
     def load(self) -> None:
-        """Read everything from the store (on open, after an import, or after a failed refresh)."""
-        mem, keys, links, rel = (_columns(self.store.query(f"mirror/{name}_all"))
-                                 for name in ("memories", "keys", "links", "related"))
+        """Read everything from the store (on open, after an import, or after a failed refresh).
+
+        Read in pages of ``LOAD_PAGE`` memories / keys: one collect over a large store does not
+        fit Kuzu's buffer pool (at 100k memories it needs more than 64 MiB).
+        """
+        with self.store.no_writes():  # one consistent picture: no commit (or its refresh) in between
+            mem = paged(self.store, "mirror/memories_all")
+            keys = paged(self.store, "mirror/keys_all")
+            links: dict[str, list[Any]] = {"keys": [], "memories": [], "weights": []}
+            ids = mem["ids"]
+            for start in range(0, len(ids), LOAD_PAGE):
+                last = ids[min(start + LOAD_PAGE, len(ids)) - 1]
+                page = _columns(self.store.query("mirror/links_all", after=ids[start - 1] if start else "", last=last))
+                for name in links:
+                    links[name].extend(page[name])
+            rel = _columns(self.store.query("mirror/related_all"))
+            self._install(mem, keys, links, rel)
+
+    def _install(self, mem: dict[str, list[Any]], keys: dict[str, list[Any]], links: dict[str, list[Any]],
+                 rel: dict[str, list[Any]]) -> None:
         with self._lock:
             n = len(mem["ids"])
             self._reset(max(1024, int(n * 1.25)))

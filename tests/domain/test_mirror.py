@@ -134,3 +134,19 @@ def test_both_ways_of_linking_keys(graph: MemoryGraph, monkeypatch: pytest.Monke
     assert sorted(r["t"] for r in rows) == ["Gamma", "alpha", "beta"] and {r["w"] for r in rows} == {1.0}
     assert graph.recall(query="alpha").keys[0].memory_count == 4
     assert_mirror_exact(graph)
+
+
+def test_loads_in_pages(graph: MemoryGraph, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Open-time loads read a large store in pages (one collect would not fit Kuzu's buffer pool)."""
+    from keymem.memory import mirror
+
+    for i in range(7):
+        graph.remember(content=f"paged memory {i} about tea and biscuits", keys=["tea", f"biscuit {i}", f"Person {i % 3}"],
+                       key_types=["concept", "concept", "name"])
+    monkeypatch.setattr(mirror, "LOAD_PAGE", 2)
+    fresh = mirror.GraphMirror(graph.store, graph.settings)
+    fresh.load()
+    assert fresh.snapshot() == graph.mirror.snapshot() and fresh.stats()["memories"] == 7
+    graph.reload_caches()  # the BM25 index is filled page by page too
+    assert len(graph.lexical.search("biscuits", 10, "default")) == 7
+    assert_mirror_exact(graph)
