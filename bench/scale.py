@@ -164,7 +164,7 @@ class LinearBaseline:
         self.graph = graph
         self.bm25s = bm25s
         rows = graph.store.raw("MATCH (k:Key) RETURN k.id AS id, k.namespace AS ns, k.text AS text")
-        vec_rows = graph.vectors.get([r["id"] for r in rows])
+        vec_rows = {r["id"]: np.asarray(r["vec"], dtype=np.float32) for r in graph.store.stream("vectors/all")}
         self.key_ids = [k for k in vec_rows]
         ns_of = {r["id"]: r["ns"] for r in rows}
         self.key_ns = np.array([ns_of[k] for k in self.key_ids])
