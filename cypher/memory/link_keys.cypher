@@ -5,3 +5,4 @@ MATCH (m:Memory {id: $memory_id})
 UNWIND $key_ids AS kid
 MATCH (k:Key {id: kid})
 CREATE (k)-[:LINKS {weight: $weight, created_at: $now}]->(m)
+RETURN count(*) AS n

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from keymem.errors import InvalidInput, KeymemError, NotFound
+from keymem.errors import InvalidInput, KeymemError, NotFound, StoreError
 from keymem.memory import validate
 from keymem.memory.keys import KeyResolver, keys_by_names, name_id, new_id
 from keymem.memory.tokenize import TERMS_SEP, normalize_text, tokenize
@@ -129,10 +129,14 @@ def _write_one(graph: MemoryGraph, tx: Tx, resolver: KeyResolver, it: Item, now:
     tx.run("memory/norm_create", id=nid, memory_id=mid)
     key_ids = list(dict.fromkeys(rk.key_id for rk in resolved))
     if graph.mirror.key_count() < LINK_SCAN_MAX_KEYS:
-        tx.run("memory/link_keys", key_ids=key_ids, memory_id=mid, weight=LINK_INIT, now=now)
+        linked = int(tx.run("memory/link_keys", key_ids=key_ids, memory_id=mid, weight=LINK_INIT, now=now)[0]["n"])
     else:
-        for key_id in key_ids:
-            tx.run("link/create", key_id=key_id, memory_id=mid, weight=LINK_INIT, now=now)
+        linked = sum(len(tx.run("link/create", key_id=key_id, memory_id=mid, weight=LINK_INIT, now=now))
+                     for key_id in key_ids)
+    if linked != len(key_ids):  # a key vanished under us: never store a memory short of its keys
+        missing = [k for k in key_ids if not tx.run("key/get", id=k)]
+        raise StoreError(f"could not link memory to {len(key_ids) - linked} of its keys "
+                         f"(missing: {', '.join(missing) or 'none found'}); nothing was written")
     for other in it.related_to:
         tx.run("memory/relate", src=mid, dst=other, weight=RELATED_WEIGHT, now=now)
     graph.mirror.touch(tx, memories=[mid], keys=key_ids)
