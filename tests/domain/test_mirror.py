@@ -150,3 +150,27 @@ def test_loads_in_pages(graph: MemoryGraph, monkeypatch: pytest.MonkeyPatch) -> 
     graph.reload_caches()  # the BM25 index is filled page by page too
     assert len(graph.lexical.search("biscuits", 10, "default")) == 7
     assert_mirror_exact(graph)
+
+
+@pytest.mark.parametrize("scan_max", [0, 1_000_000])
+def test_a_missing_key_rolls_the_write_back(graph: MemoryGraph, monkeypatch: pytest.MonkeyPatch, scan_max: int) -> None:
+    """If a resolved key is gone when links are created, nothing is written (no memory short of keys)."""
+    from keymem.errors import StoreError
+    from keymem.memory import keys, write
+
+    monkeypatch.setattr(write, "LINK_SCAN_MAX_KEYS", scan_max)
+    graph.remember(content="A memory that exists before", keys=["river"])
+    before = graph.counts()
+    real = keys.KeyResolver.resolve
+
+    def resolve(self, text: str, key_type: str, namespace: str):  # type: ignore[no-untyped-def]
+        got = real(self, text, key_type, namespace)
+        if text == "ghost":  # as if the key had been deleted between resolving and linking
+            return keys.ResolvedKey("k_00000000000000000000", got.text, got.key_type, False)
+        return got
+
+    monkeypatch.setattr(keys.KeyResolver, "resolve", resolve)
+    with pytest.raises(StoreError, match="could not link memory to 1 of its keys"):
+        graph.remember(content="A memory whose second key vanished", keys=["river", "ghost"])
+    assert graph.counts() == before
+    assert_mirror_exact(graph)
