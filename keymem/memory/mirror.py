@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from keymem.memory.validate import DECAY_PROFILES
-from keymem.memory.validity import DAY
+from keymem.memory.validity import rank_factors
 
 if TYPE_CHECKING:
     from keymem.settings import Settings
@@ -384,10 +384,6 @@ class GraphMirror:
         """Memories in the store, old versions included."""
         return len(self._mid)
 
-    def has_key(self, key_id: str) -> bool:
-        self._fresh()
-        return key_id in self._kid
-
     def key(self, key_id: str) -> dict[str, Any] | None:
         """The key's identity row (id, namespace, text, key_type), or None."""
         self._fresh()
@@ -419,7 +415,7 @@ class GraphMirror:
             return int(np.count_nonzero(self._visible(idx, now)))
 
     def key_links(self, key_id: str, now: float) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """A key's visible memories: ids, link weights and mirror slots (for ``columns``)."""
+        """A key's visible memories: ids, link weights and mirror slots (for ``slot_factors``)."""
         self._fresh()
         with self._lock:
             k = self._kid.get(key_id)
@@ -432,15 +428,14 @@ class GraphMirror:
             ids = [self._mids[i] for i in idx.tolist()]
         return ids, w, idx  # type: ignore[return-value]
 
-    def columns(self, slots: np.ndarray) -> dict[str, np.ndarray]:
-        """Depth, last confirmation, half-life (days, inf for permanent) and creation of memory slots."""
+    def _factors(self, slots: np.ndarray, now: float) -> np.ndarray:
+        return rank_factors(self._m_depth[slots], self._m_confirmed[slots],
+                            self._half_lives[self._m_profile[slots]], now)
+
+    def slot_factors(self, slots: np.ndarray, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """Depth x freshness factors and creation times of memory slots (from ``key_links``)."""
         with self._lock:
-            return {
-                "depth": self._m_depth[slots].copy(),
-                "confirmed": self._m_confirmed[slots].copy(),
-                "half_life": self._half_lives[self._m_profile[slots]],
-                "created": self._m_created[slots].copy(),
-            }
+            return self._factors(slots, now), self._m_created[slots].copy()
 
     def memory(self, memory_id: str, now: float | None = None) -> dict[str, Any] | None:
         """Ranking and validity fields of one memory (visible only when ``now`` is given), or None."""
@@ -461,7 +456,7 @@ class GraphMirror:
             }
 
     def rank_factors(self, memory_ids: Iterable[str], now: float) -> dict[str, float]:
-        """Depth and freshness factor (validity.rank_factor) of the visible ones among some memories."""
+        """Depth and freshness factor (``validity.rank_factors``) of the visible ones among some memories."""
         self._fresh()
         with self._lock:
             ids = [mid for mid in memory_ids if mid in self._mid]
@@ -469,10 +464,7 @@ class GraphMirror:
                 return {}
             idx = np.fromiter((self._mid[mid] for mid in ids), dtype=np.int64, count=len(ids))
             keep = self._visible(idx, now)
-            depth = np.clip(self._m_depth[idx], 0.0, 1.0)
-            age_days = np.maximum(0.0, now - self._m_confirmed[idx]) / DAY
-            fresh = np.power(0.5, age_days / self._half_lives[self._m_profile[idx]])
-            factor = (1.0 + 0.25 * depth) * (0.2 + 0.8 * fresh)
+            factor = self._factors(idx, now)
         return {mid: f for mid, f, ok in zip(ids, factor.tolist(), keep.tolist(), strict=True) if ok}
 
     def visible(self, memory_ids: Iterable[str], now: float) -> dict[str, dict[str, Any]]:

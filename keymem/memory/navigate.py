@@ -16,7 +16,7 @@ import numpy as np
 from keymem.errors import NotFound
 from keymem.memory import validate
 from keymem.memory.keys import key_views
-from keymem.memory.validity import DAY, depth_stage, iso, validity
+from keymem.memory.validity import depth_stage, iso, validity
 from keymem.memory.views import BrowseResult, KeyLinkRef, KeyMemory, MemoryView, ReadKeyResult
 from keymem.memory.write import LINK_MAX, LINK_MIN, get_memory
 
@@ -66,11 +66,8 @@ def rank_in_key(graph: MemoryGraph, key_id: str, namespace: str, query: str | No
     ids, weights, slots = graph.mirror.key_links(key_id, now)
     if not ids:
         return []
-    cols = graph.mirror.columns(slots)
-    depth = np.clip(cols["depth"], 0.0, 1.0)
-    age_days = np.maximum(0.0, now - cols["confirmed"]) / DAY
-    fresh = np.power(0.5, age_days / cols["half_life"])
-    base = (weights / LINK_MAX) * (1.0 + 0.25 * depth) * (0.2 + 0.8 * fresh)
+    factors, created = graph.mirror.slot_factors(slots, now)
+    base = (weights / LINK_MAX) * factors
     kind = "link_weight"
     score = base
     if query:
@@ -81,7 +78,7 @@ def rank_in_key(graph: MemoryGraph, key_id: str, namespace: str, query: str | No
         raw = np.asarray([lex.get(i, 0.0) for i in ids], dtype=np.float64)
         score = (0.25 + raw / (1.0 + raw)) * base
         kind = "content_relevance"
-    order = np.lexsort((-cols["created"], -score))
+    order = np.lexsort((-created, -score))
     return [Ranked(ids[i], float(score[i]), float(weights[i]), kind) for i in order.tolist()]
 
 

@@ -10,6 +10,8 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from keymem.memory.views import Validity
 from keymem.settings import Settings
 
@@ -41,7 +43,7 @@ def status(fresh: float) -> str:
     return "stale"
 
 
-def ranking_multiplier(fresh: float) -> float:
+def ranking_multiplier(fresh: np.ndarray) -> np.ndarray:
     """Decay is soft: it lowers a memory's rank, never hides it."""
     return 0.2 + 0.8 * fresh
 
@@ -54,9 +56,9 @@ def depth_stage(depth: float) -> str:
     return "deep"
 
 
-def depth_boost(depth: float) -> float:
+def depth_boost(depth: np.ndarray) -> np.ndarray:
     """Confirmed memories rank a little higher: x1.0 when shallow up to x1.25 when fully deep."""
-    return 1.0 + 0.25 * max(0.0, min(1.0, depth))
+    return 1.0 + 0.25 * np.clip(depth, 0.0, 1.0)
 
 
 def validity(row: dict[str, Any], settings: Settings, now: float) -> Validity:
@@ -76,7 +78,10 @@ def validity(row: dict[str, Any], settings: Settings, now: float) -> Validity:
     )
 
 
-def rank_factor(row: dict[str, Any], settings: Settings, now: float) -> float:
-    """Depth and freshness applied to any relevance score."""
-    fresh = freshness(row["last_confirmed_at"], now, settings.half_life_days(row["decay_profile"]))
-    return depth_boost(row["depth"]) * ranking_multiplier(fresh)
+def rank_factors(depth: np.ndarray, confirmed: np.ndarray, half_life_days: np.ndarray, now: float) -> np.ndarray:
+    """Depth and freshness applied to any relevance score, for many memories at once.
+
+    ``half_life_days`` is ``inf`` for permanent memories (freshness 1).
+    """
+    fresh = np.power(0.5, np.maximum(0.0, now - confirmed) / DAY / half_life_days)
+    return depth_boost(depth) * ranking_multiplier(fresh)
