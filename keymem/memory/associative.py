@@ -206,10 +206,14 @@ def _expand(graph: MemoryGraph, cands: dict[str, Candidate], namespace: str, hop
         for src_id in ids:
             for key_id, w in graph.mirror.memory_keys(src_id):
                 if key_id not in walk:
-                    walk[key_id] = graph.mirror.memory_count(key_id, now)
-                    if walk[key_id] <= HUB_FANOUT:
+                    # A key with at most HUB_FANOUT links has at most that many visible memories:
+                    # read them at once; count a larger key's visible memories before reading them.
+                    n = None if graph.mirror.degree(key_id) <= HUB_FANOUT else graph.mirror.memory_count(key_id, now)
+                    if n is None or n <= HUB_FANOUT:
                         mids, weights, _ = graph.mirror.key_links(key_id, now)
                         by_key[key_id] = list(zip(mids, weights.tolist(), strict=True))
+                        n = len(mids)
+                    walk[key_id] = n
                 if walk[key_id] <= HUB_FANOUT:
                     src_keys[src_id].append((key_id, w))
         paths: list[tuple[str, str, float, list[str]]] = []

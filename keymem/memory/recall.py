@@ -66,8 +66,8 @@ def recall(graph: MemoryGraph, args: dict[str, Any]) -> RecallResult:
     now = graph.now()
     qvec = graph.embed([query])[0]
     scored = route_keys(graph, query, qvec, ns, top_k) or lexical_keys(graph, query, ns)
-    # Counting a key's active memories is the costly part (a hub's every memory is read), so
-    # only the best-scored keys get a view: twice top_k, plus any tied with the last of them.
+    # Only the best-scored keys get a view (aliases are read from the store for each): twice
+    # top_k, plus any tied with the last of them.
     ranked_scores = sorted((s for s, _ in scored.values()), reverse=True)
     cutoff = ranked_scores[min(len(ranked_scores), 2 * top_k) - 1] if ranked_scores else 0.0
     shortlist = [k for k, (s, _) in scored.items() if s >= cutoff]

@@ -139,7 +139,7 @@ def _write_one(graph: MemoryGraph, tx: Tx, resolver: KeyResolver, it: Item, now:
                          f"(missing: {', '.join(missing) or 'none found'}); nothing was written")
     for other in it.related_to:
         tx.run("memory/relate", src=mid, dst=other, weight=RELATED_WEIGHT, now=now)
-    graph.mirror.touch(tx, memories=[mid], keys=key_ids)
+    graph.mirror.touch(tx, memories=[mid])  # keys new to the mirror are read with the memory's links
     tx.after_commit(lambda: graph.lexical.add(mid, "", it.namespace, tokens=terms))
     briefs = {rk.key_id: KeyBrief(key_id=rk.key_id, key=rk.text, key_type=rk.key_type) for rk in resolved}  # type: ignore[arg-type]
     return RememberResult(memory_id=mid, keys=list(briefs.values()), duplicate=False)
@@ -246,7 +246,7 @@ def _delete(graph: MemoryGraph, tx: Tx, memory_id: str) -> None:
     tx.run("memory/norm_delete", memory_id=memory_id)
     tx.run("memory/clear_supersedes", id=memory_id)
     tx.run("memory/delete", id=memory_id)
-    graph.mirror.touch(tx, memories=[memory_id], keys=key_ids)
+    graph.mirror.touch(tx, memories=[memory_id])  # keys left orphaned are touched by delete_key
     tx.after_commit(lambda: graph.lexical.remove(memory_id))
     if key_ids:
         for orphan in tx.run("key/orphans_of", ids=key_ids):
