@@ -169,13 +169,12 @@ class MemoryGraph:
 
     def _load_lexical(self) -> None:
         """Fill the BM25 index from each memory's stored terms; tokenise (and store) only what lacks them."""
-        from keymem.memory.mirror import paged
         from keymem.memory.tokenize import TERMS_SEP, tokenizer_fingerprint
 
         now = self.now()
         fingerprint = tokenizer_fingerprint()
         same = self.meta("lexical_tokenizer") == fingerprint
-        row = paged(self.store, "memory/active_terms", now=now)
+        row = self.store.paged("memory/active_terms", now=now)
         ids, namespaces, terms, missing = row["ids"], row["namespaces"], row["terms"], row["missing"]
         docs: list[tuple[str, str | list[str], str]] = []
         redo: set[str] = set()

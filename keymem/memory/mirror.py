@@ -30,6 +30,8 @@ import numpy as np
 
 from keymem.memory.validate import DECAY_PROFILES
 from keymem.memory.validity import rank_factors
+from keymem.store import db
+from keymem.store.db import columns
 
 if TYPE_CHECKING:
     from keymem.settings import Settings
@@ -42,33 +44,6 @@ NO_EXPIRY = np.inf
 # memory at 100k); more use one UNWIND statement, which Kuzu plans as a scan (~40 ms at 100k).
 SINGLE_LOOKUPS = 8
 _TX_KEY = "mirror"
-
-
-LOAD_PAGE = 20_000
-
-
-def paged(store: Store, statement: str, **params: Any) -> dict[str, list[Any]]:
-    """All pages of a ``$after``/``$limit`` statement returning parallel lists led by ``ids``, joined."""
-    out: dict[str, list[Any]] = {}
-    after = ""
-    while True:
-        page = _columns(store.query(statement, after=after, limit=LOAD_PAGE, **params))
-        for name, values in page.items():
-            out.setdefault(name, []).extend(values)
-        if len(page["ids"]) < LOAD_PAGE:
-            return out if out else _EmptyColumns()
-        after = page["ids"][-1]
-
-
-def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    """One row of collected lists; an empty table gives no row or nulls, read as empty lists."""
-    row = rows[0] if rows else {}
-    return {name: list(values or []) for name, values in row.items()} if row else _EmptyColumns()
-
-
-class _EmptyColumns(dict):  # type: ignore[type-arg]
-    def __missing__(self, name: str) -> list[Any]:
-        return []
 
 
 class GraphMirror:
@@ -142,20 +117,21 @@ class GraphMirror:
     def load(self) -> None:
         """Read everything from the store (on open, after an import, or after a failed refresh).
 
-        Read in pages of ``LOAD_PAGE`` memories / keys: one collect over a large store does not
+        Read in pages of ``store.db.LOAD_PAGE`` memories / keys: one collect over a large store does not
         fit Kuzu's buffer pool (at 100k memories it needs more than 64 MiB).
         """
         with self.store.no_writes():  # one consistent picture: no commit (or its refresh) in between
-            mem = paged(self.store, "mirror/memories_all")
-            keys = paged(self.store, "mirror/keys_all")
+            mem = self.store.paged("mirror/memories_all")
+            keys = self.store.paged("mirror/keys_all")
             links: dict[str, list[Any]] = {"keys": [], "memories": [], "weights": []}
             ids = mem["ids"]
-            for start in range(0, len(ids), LOAD_PAGE):
-                last = ids[min(start + LOAD_PAGE, len(ids)) - 1]
-                page = _columns(self.store.query("mirror/links_all", after=ids[start - 1] if start else "", last=last))
+            step = db.LOAD_PAGE
+            for start in range(0, len(ids), step):
+                last = ids[min(start + step, len(ids)) - 1]
+                page = columns(self.store.query("mirror/links_all", after=ids[start - 1] if start else "", last=last))
                 for name in links:
                     links[name].extend(page[name])
-            rel = _columns(self.store.query("mirror/related_all"))
+            rel = columns(self.store.query("mirror/related_all"))
             self._install(mem, keys, links, rel)
 
     def _install(self, mem: dict[str, list[Any]], keys: dict[str, list[Any]], links: dict[str, list[Any]],

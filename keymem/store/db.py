@@ -36,6 +36,18 @@ def _rows(result: Any) -> list[Row]:
 
 
 KEEP_BACKUPS = 5
+LOAD_PAGE = 20_000  # rows per page of a paged whole-table read (see Store.paged)
+
+
+def columns(rows: list[Row]) -> dict[str, list[Any]]:
+    """A statement's one row of collected lists; no row or nulls (an empty table) read as empty lists."""
+    row = rows[0] if rows else {}
+    return {name: list(values or []) for name, values in row.items()} if row else _EmptyColumns()
+
+
+class _EmptyColumns(dict):  # type: ignore[type-arg]
+    def __missing__(self, name: str) -> list[Any]:
+        return []
 
 
 def prune_backups(directory: Path, name: str, keep: int = KEEP_BACKUPS) -> None:
@@ -234,6 +246,22 @@ class Store:
         self._check()
         with self._gate.shared():
             return self._conn().run(statement, params)
+
+    def paged(self, statement: str, /, **params: Any) -> dict[str, list[Any]]:
+        """All pages of a ``$after``/``$limit`` statement returning parallel lists led by ``ids``, joined.
+
+        One ``collect`` over a whole large table does not fit Kuzu's buffer pool (at 100k memories
+        it needs more than 64 MiB), so whole-table loads read ``LOAD_PAGE`` rows at a time.
+        """
+        out: dict[str, list[Any]] = {}
+        after = ""
+        while True:
+            page = columns(self.query(statement, after=after, limit=LOAD_PAGE, **params))
+            for name, values in page.items():
+                out.setdefault(name, []).extend(values)
+            if len(page["ids"]) < LOAD_PAGE:
+                return out if out else _EmptyColumns()
+            after = page["ids"][-1]
 
     def stream(self, statement: str, /, **params: Any) -> Iterator[Row]:
         """Run a large read statement, yielding rows as they come (bounded Python memory)."""

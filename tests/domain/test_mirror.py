@@ -139,11 +139,12 @@ def test_both_ways_of_linking_keys(graph: MemoryGraph, monkeypatch: pytest.Monke
 def test_loads_in_pages(graph: MemoryGraph, monkeypatch: pytest.MonkeyPatch) -> None:
     """Open-time loads read a large store in pages (one collect would not fit Kuzu's buffer pool)."""
     from keymem.memory import mirror
+    from keymem.store import db
 
     for i in range(7):
         graph.remember(content=f"paged memory {i} about tea and biscuits", keys=["tea", f"biscuit {i}", f"Person {i % 3}"],
                        key_types=["concept", "concept", "name"])
-    monkeypatch.setattr(mirror, "LOAD_PAGE", 2)
+    monkeypatch.setattr(db, "LOAD_PAGE", 2)
     fresh = mirror.GraphMirror(graph.store, graph.settings)
     fresh.load()
     assert fresh.snapshot() == graph.mirror.snapshot() and fresh.stats()["memories"] == 7
