@@ -109,11 +109,11 @@ def check_invariants(graph: MemoryGraph, *, strict_expiry: bool = False) -> list
                         f"{_ids(bad_norm, '{memory_id}')}")
 
     problems.extend(_check_lexical(graph, strict_expiry))
-    problems.extend(_check_mirror(graph))
+    problems.extend(mirror_problems(graph))
     return problems
 
 
-def _check_mirror(graph: MemoryGraph) -> list[str]:
+def mirror_problems(graph: MemoryGraph) -> list[str]:
     """The graph mirror recall reads must equal the store, row for row."""
     from keymem.memory.mirror import GraphMirror
 
