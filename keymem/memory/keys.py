@@ -60,15 +60,19 @@ def keys_by_names(graph: MemoryGraph, run: Callable[..., list[dict[str, Any]]], 
     return out
 
 
-def add_literal_name(tx: Tx, namespace: str, text: str, key_id: str) -> None:
+def add_literal_name(tx: Tx, namespace: str, text: str, key_id: str) -> str | None:
     """Also register the key's literal form when it differs from its normalised text.
 
     Recall matches names by the query's word n-grams, which drop punctuation ("Dr. Smith"
     appears as "dr smith"); without this row such a name could never match literally.
+    Returns the KeyName id of that form (the first key to claim it keeps it), or None.
     """
     form = literal_key(text)
     if form and form != normalize_text(text):
-        tx.run("key/name_literal", id=name_id(namespace, form), key_id=key_id)
+        nid = name_id(namespace, form)
+        tx.run("key/name_literal", id=nid, key_id=key_id)
+        return nid
+    return None
 
 
 def remove_literal_name(tx: Tx, namespace: str, text: str, key_id: str) -> None:
@@ -135,7 +139,7 @@ class KeyResolver:
             merged = self._merge_target(vec, namespace, len(norm))
             if merged is not None:
                 self.tx.run("key/name_create", id=nid, key_id=merged.key_id)
-                add_literal_name(self.tx, namespace, text, merged.key_id)
+                self._claim_literal(add_literal_name(self.tx, namespace, text, merged.key_id), merged)
                 alias_id = new_id("a")
                 self.tx.run(
                     "alias/create", id=alias_id, key_id=merged.key_id, namespace=namespace, text=text,
@@ -149,13 +153,28 @@ class KeyResolver:
             "key/create", id=key_id, namespace=namespace, text=text, norm=norm, key_type=key_type, now=self.now
         )
         self.tx.run("key/name_create", id=nid, key_id=key_id)
-        add_literal_name(self.tx, namespace, text, key_id)
+        literal = add_literal_name(self.tx, namespace, text, key_id)
         if vec is not None:
             self.graph.vectors.insert(self.tx, key_id, namespace, vec)
             self._pending_vecs.setdefault(namespace, []).append((key_id, vec))
         created = ResolvedKey(key_id, text, key_type, True)
         self._pending[nid] = created
+        self._claim_literal(literal, created)
         return created
+
+    def _claim_literal(self, literal_nid: str | None, key: ResolvedKey) -> None:
+        """A literal form registered in this transaction names a key for the rest of the batch.
+
+        "team-work" registers the form "team work"; a later "team work" in the same batch must
+        resolve as it would in a later call (to the form's owner), not create the name again.
+        The owner is this key unless an older key already held the form.
+        """
+        if literal_nid is None or literal_nid in self._pending:
+            return
+        if literal_nid in self._known and self._known[literal_nid] is None:
+            self._pending[literal_nid] = key  # known absent before: this key claimed it
+        else:
+            self._known.pop(literal_nid, None)  # look the owner up again when it is asked for
 
     def _merge_target(self, vec: np.ndarray, namespace: str, length: int) -> ResolvedKey | None:
         th = self.graph.thresholds
