@@ -104,6 +104,20 @@ def load_reranker(path: Path, threads: int | None = None) -> Any:
     return r
 
 
+def deterministic_ids(seed: str) -> None:
+    """Draw keymem's random ids (uuid4) from a generator seeded by ``seed`` from now on.
+
+    Rankings break exact ties by id; with random ids two runs of one benchmark could order tied
+    memories differently. Seeding per store (e.g. by conversation and key source) makes every
+    run, and every subset of conversations, give the same numbers.
+    """
+    import random
+    import uuid
+
+    rng = random.Random(seed)
+    uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)  # type: ignore[assignment]
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")

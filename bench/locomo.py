@@ -222,7 +222,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     def ntok(text: str) -> int:
         return len(wordpiece.encode(text, add_special_tokens=False).ids)
 
-    sources = ["suggested"] + (["agent"] if keys_dir else [])
+    sources = [s for s in args.sources.split(",") if s != "agent" or keys_dir]
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     tokens: dict[str, list[int]] = defaultdict(list)
     tool_top1: dict[str, list[float]] = defaultdict(list)
@@ -257,6 +257,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     continue
                 items = agent_items(conv, key_file)
             used[source].append(conv["name"])
+            _common.deterministic_ids(f"{conv['name']}/{source}")
             with tempfile.TemporaryDirectory(prefix="keymem-locomo-") as tmp:
                 t0 = time.perf_counter()
                 graph = _common.open_graph(Path(tmp) / "data", model_dir, emb, reranker=reranker,
@@ -354,6 +355,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--keys", default=None, help="directory with <conversation>.keys.jsonl agent keys")
     p.add_argument("--only", default=None, help="comma-separated conversations (conv-26 or 26)")
     p.add_argument("--hops", default="0,1,2")
+    p.add_argument("--sources", default="suggested,agent", help="key sources to run (agent needs --keys)")
     p.add_argument("--rerank", default=None, help="reranker model directory (enables keymem-graph-rerank)")
     p.add_argument("--json", default=None)
     p.add_argument("--conversations", type=int, default=None)

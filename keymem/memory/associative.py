@@ -38,12 +38,17 @@ if TYPE_CHECKING:
 RRF_K = 60
 LEXICAL_POOL = 100
 KEY_POOL = 200
-HOP_DECAY = 0.5
-BEAM = 12
 HUB_FANOUT = 50
 REINFORCE_STEP = 0.05
 DECAY_FACTOR = 0.98
-EXPAND_SUPPORT = 0.5  # share of an association's score added to a memory already found directly
+# Association (see _associate): values chosen by measurement on LoCoMo, docs/BENCHMARKS.md.
+SEED_MEMORIES = 5  # direct candidates that seed the walk
+BEAM = 20  # memories expanded further at each later hop
+KEY_SEED_SHARE = 0.0  # share of the seed mass put on the routed keys
+RESTART = 0.5  # hop h keeps (1 - RESTART)**h of the activation it moves
+RELATED_SHARE = 1.0  # weight of a RELATED_TO edge against a shared key
+ASSOC_WEIGHT = 0.1  # association's share of the score, relative to the best direct score
+ASSOC_GATE_FLOOR = 1.0  # association x (floor + (1 - floor) x capped BM25 of the reached memory)
 NAMED_BOOST = 0.3  # fused-score bonus for candidates linked to a hub key the query names
 KEY_WEIGHT = 0.3  # key-path share of the fused score (lexical = 1)
 PHRASES = 4  # query phrases embedded for key routing
@@ -66,14 +71,13 @@ class Candidate:
 
 def _fuse(lex: list[tuple[str, float]], keyed: list[tuple[str, float]],
           named: set[str] | None = None) -> dict[str, Candidate]:
-    """One fused ranking of the lexical and key-path lists, scored ``1 / (RRF_K + rank)``.
+    """One fused score per memory from the lexical and key-path lists.
 
-    The ranking itself combines *scores*, not ranks: ``bm25 / max bm25 + KEY_WEIGHT x
-    key score / max key score``. Plain RRF of the two ranks let a memory reached by one
+    The score combines *scores*, not ranks: ``bm25 / max bm25 + KEY_WEIGHT x key score / max
+    key score`` (+ ``NAMED_BOOST``). Plain RRF of the two ranks let a memory reached by one
     loosely routed key outrank strong lexical matches (measured on LoCoMo, see
-    docs/BENCHMARKS.md); the score sum keeps how much better the top hits of each list
-    are. The fused rank is then mapped to the RRF scale so that expansion, depth and
-    freshness act on the same numbers as before.
+    docs/BENCHMARKS.md); the score sum keeps how much better the top hits of each list are,
+    and gives association a scale to add to. The order is reported as ``1 / (RRF_K + rank)``.
     """
     total: dict[str, float] = defaultdict(float)
     lexical: dict[str, float] = {}
@@ -89,9 +93,7 @@ def _fuse(lex: list[tuple[str, float]], keyed: list[tuple[str, float]],
     for mid in named or ():
         if mid in total:
             total[mid] += NAMED_BOOST
-    order = sorted(total, key=lambda m: (-total[m], m))
-    return {mid: Candidate(mid, 1.0 / (RRF_K + rank), lexical=lexical.get(mid, 0.0))
-            for rank, mid in enumerate(order, start=1)}
+    return {mid: Candidate(mid, score, lexical=lexical.get(mid, 0.0)) for mid, score in total.items()}
 
 
 def query_phrases(query: str) -> list[str]:
@@ -182,71 +184,96 @@ def _key_path(graph: MemoryGraph, routed: dict[str, tuple[float, str]], namespac
     return ranked, via, seen
 
 
-def _strength(weights: list[float]) -> float:
-    """Geometric mean of the path's link weights relative to a fresh link."""
-    ws = [w for w in weights if w is not None] or [LINK_INIT]
-    return math.prod(min(w, LINK_MAX) / LINK_INIT for w in ws) ** (1.0 / len(ws))
+@dataclass
+class Association:
+    """What the walk found: mass per memory (the largest is 1), the hop that first reached it,
+    and the key that carried most of its mass there (none when a RELATED_TO edge did)."""
+
+    mass: dict[str, float] = field(default_factory=dict)
+    hop: dict[str, int] = field(default_factory=dict)
+    via: dict[str, str] = field(default_factory=dict)
 
 
-def _expand(graph: MemoryGraph, cands: dict[str, Candidate], namespace: str, hops: int, now: float) -> None:
-    """Spread activation from the best memories over shared non-hub keys and RELATED_TO links.
+def _associate(graph: MemoryGraph, cands: dict[str, Candidate], routed: dict[str, tuple[float, str]],
+               fan: dict[str, int], n_docs: int, hops: int, now: float) -> Association:
+    """Spreading activation (a personalised PageRank truncated at ``hops``) from the query's seeds.
 
-    The walk reads the in-memory mirror of the graph (``GraphMirror``): a key's fan-out is its
-    number of visible memories, RELATED_TO neighbours count with their edge weight.
+    Seeds: the best ``SEED_MEMORIES`` direct candidates (mass in proportion to their score) and
+    the walkable routed keys (relevance x IDF), ``KEY_SEED_SHARE`` of the mass on the keys.
+    Each hop, a memory passes its activation to its walkable keys in proportion to link weight,
+    and a key splits what it got among its other visible memories (so a specific key shared by
+    two memories is a strong association, a key of fifty a weak one); RELATED_TO edges pass
+    ``RELATED_SHARE``. Hop ``h`` keeps ``(1 - RESTART)**h`` of what it moved (the restart).
+    The result is each reached memory's association mass, normalised so the largest is 1; a
+    memory does not count its own activation coming back to it.
     """
-    frontier = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))[:BEAM]
+    nb = graph.neighbourhood
+    seeds = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))[:SEED_MEMORIES]
+    mass = sum(c.score for c in seeds)
+    out = Association()
+    if mass <= 0:
+        return out
+    frontier = {c.memory_id: c.score / mass for c in seeds}
+    key_seed: dict[str, float] = {}
+    for k, (rel, _) in routed.items():
+        if 0 < fan.get(k, 0) <= HUB_FANOUT * 2:
+            key_seed[k] = rel * _idf(n_docs, fan[k])
+    ks_total = sum(key_seed.values())
+    if ks_total > 0 and KEY_SEED_SHARE > 0:
+        key_seed = {k: KEY_SEED_SHARE * v / ks_total for k, v in key_seed.items()}
+        frontier = {m: (1 - KEY_SEED_SHARE) * a for m, a in frontier.items()}
+    else:
+        key_seed = {}
+    assoc: dict[str, float] = defaultdict(float)
+    expanded: set[str] = set()
     for hop in range(1, hops + 1):
-        ids = [c.memory_id for c in frontier]
-        if not ids:
-            return
-        parent = {c.memory_id: c for c in frontier}
-        src_keys: dict[str, list[tuple[str, float]]] = defaultdict(list)
-        walk: dict[str, int] = {}
-        by_key: dict[str, list[tuple[str, float]]] = {}
-        for src_id in ids:
-            for key_id, w in graph.mirror.memory_keys(src_id):
-                if key_id not in walk:
-                    # A key with at most HUB_FANOUT links has at most that many visible memories:
-                    # read them at once; count a larger key's visible memories before reading them.
-                    n = None if graph.mirror.degree(key_id) <= HUB_FANOUT else graph.mirror.memory_count(key_id, now)
-                    if n is None or n <= HUB_FANOUT:
-                        mids, weights, _ = graph.mirror.key_links(key_id, now)
-                        by_key[key_id] = list(zip(mids, weights.tolist(), strict=True))
-                        n = len(mids)
-                    walk[key_id] = n
-                if walk[key_id] <= HUB_FANOUT:
-                    src_keys[src_id].append((key_id, w))
-        paths: list[tuple[str, str, float, list[str]]] = []
-        for src_id, keys in src_keys.items():
-            for key_id, w1 in keys:
-                # Spreading activation: a key shared by many memories passes each a thinner share.
-                share = _strength([w1]) / math.log2(1 + walk[key_id])
-                for dst, w2 in by_key.get(key_id, ()):
-                    if dst != src_id:
-                        paths.append((src_id, dst, share * _strength([w2]), [key_id]))
-        for src_id in ids:
-            for dst, w in graph.mirror.related(src_id, now):
-                if dst != src_id:
-                    paths.append((src_id, dst, _strength([w]), []))
-        reached: dict[str, Candidate] = {}
-        for src_id, dst, strength, keys_on_path in paths:
-            src = parent[src_id]
-            s = src.score * (HOP_DECAY ** hop) * strength
-            if dst in cands and cands[dst].hops < hop and cands[dst].score >= s:
+        step = nb.step(list(frontier), now, HUB_FANOUT)
+        members = step.members
+        if hop == 1 and key_seed:
+            members = {**nb.key_members([k for k in key_seed if k not in members], now, HUB_FANOUT), **members}
+        contrib: dict[str, dict[str, float]] = defaultdict(dict)  # key -> source memory -> activation
+        for mid, a in frontier.items():
+            edges = step.keys_of.get(mid, ())
+            wsum = sum(w for _, w in edges)
+            for k, w in edges:
+                contrib[k][mid] = contrib[k].get(mid, 0.0) + a * w / wsum
+        reached: dict[str, float] = defaultdict(float)
+        best: dict[str, tuple[float, str]] = {}
+        for k in sorted(set(contrib) | (set(key_seed) if hop == 1 else set())):
+            mems = members.get(k)
+            if not mems:
                 continue
-            got = reached.get(dst)
-            if got is None:
-                reached[dst] = Candidate(dst, s, hop, list(keys_on_path))
-            else:  # several associations converge on one memory: their support adds up
-                got.score += s
-                got.via_keys.extend(k for k in keys_on_path if k not in got.via_keys)
-        for mid, c in reached.items():
-            old = cands.get(mid)
-            if old is None:
-                cands[mid] = c
-            else:
-                old.score += c.score * EXPAND_SUPPORT  # already found directly: the association adds support
-        frontier = sorted(reached.values(), key=lambda c: (-c.score, c.memory_id))[:BEAM]
+            src = contrib.get(k, {})
+            total = sum(src.values()) + (key_seed.get(k, 0.0) if hop == 1 else 0.0)
+            wsum = sum(w for _, w in mems)
+            for m2, w in mems:
+                a = total - src.get(m2, 0.0)  # not one's own activation coming back
+                if a > 0:
+                    share = a * w / wsum
+                    reached[m2] += share
+                    if share > best.get(m2, (0.0, ""))[0]:
+                        best[m2] = (share, k)
+        for mid, a in frontier.items():
+            edges = step.related.get(mid, ())
+            wsum = sum(w for _, w in edges)
+            for m2, w in edges:
+                reached[m2] += RELATED_SHARE * a * w / wsum
+        keep = (1.0 - RESTART) ** hop
+        for m2, a in reached.items():
+            assoc[m2] += keep * a
+            if m2 not in out.hop:
+                out.hop[m2] = hop
+                if m2 in best:
+                    out.via[m2] = best[m2][1]
+        expanded.update(frontier)
+        nxt = sorted(((a, m) for m, a in reached.items() if m not in expanded), key=lambda t: (-t[0], t[1]))
+        frontier = {m: a for a, m in nxt[:BEAM]}
+        if not frontier:
+            break
+    top = max(assoc.values(), default=0.0)
+    if top > 0:
+        out.mass = {m: a / top for m, a in assoc.items()}
+    return out
 
 
 def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool = True) -> DirectResult:
@@ -281,17 +308,30 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
             del cands[mid]
         else:
             cands[mid].score *= factors[mid]
-    if hops:
-        _expand(graph, cands, ns, hops, now)
-        missing = [m for m in cands if m not in factors]
-        factors.update(graph.mirror.rank_factors(missing, now))
-        for mid in missing:
-            if mid in factors:
-                cands[mid].score *= factors[mid]
-            else:
-                del cands[mid]
+    if hops and cands:
+        n_docs = int(graph.lexical.stats(ns)["docs"])
+        found = _associate(graph, cands, routed, fan, n_docs, hops, now)
+        assoc = found.mass
+        scale = ASSOC_WEIGHT * max(c.score for c in cands.values())
+        new = [m for m in assoc if m not in cands]
+        if ASSOC_GATE_FLOOR < 1.0:
+            lex_all = graph.lexical.score_docs(query, list(assoc))
+            assoc = {m: a * (ASSOC_GATE_FLOOR + (1 - ASSOC_GATE_FLOOR) * capped(lex_all.get(m, 0.0)))
+                     for m, a in assoc.items()}
+        factors.update(graph.mirror.rank_factors(new, now))
+        for mid, a in assoc.items():
+            c = cands.get(mid)
+            if c is None:
+                if mid not in factors:
+                    continue
+                via_key = found.via.get(mid)
+                c = cands[mid] = Candidate(mid, 0.0, hops=found.hop[mid], via_keys=[via_key] if via_key else [])
+                a *= factors[mid]
+            c.score += scale * a
 
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))
+    for rank, c in enumerate(ranked, start=1):
+        c.score = 1.0 / (RRF_K + rank)  # the fused order, on the RRF scale (not a probability)
     kind = "rrf_fused_rank"
     reranker = graph.reranker() if use_rerank else None
     rejected = False

@@ -20,6 +20,7 @@ from keymem.memory import associative, navigate, recall, write
 from keymem.memory.autokey import Autokey
 from keymem.memory.lexical import LexicalIndex, release_freed_memory
 from keymem.memory.mirror import GraphMirror
+from keymem.memory.neighbourhood import MirrorNeighbourhood, Neighbourhood
 from keymem.memory.views import (
     BatchResult,
     BrowseResult,
@@ -83,6 +84,7 @@ class MemoryGraph:
         self.vectors = KeyVectors(store, embedder.dimension, index_min_keys=settings.vector_index_min_keys)
         self.lexical = LexicalIndex()
         self.mirror = GraphMirror(store, settings)
+        self.neighbourhood: Neighbourhood = MirrorNeighbourhood(self.mirror)
         self.autokey = Autokey(self)
 
     # -- opening -------------------------------------------------------------------

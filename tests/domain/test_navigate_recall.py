@@ -175,3 +175,35 @@ def test_names_with_punctuation_match_literally(graph: MemoryGraph) -> None:
     ko = graph.remember(content="동건은 딸기를 좋아한다", keys=["동건"], key_types=["name"])
     r2 = graph.recall(query="동건이 좋아하는 과일은?")
     assert r2.keys[0].key == "동건" and r2.memory is not None and r2.memory.memory_id == ko.memory_id
+
+
+def test_association_enters_top10_only_with_hops(graph: MemoryGraph, fruit: dict[str, str]) -> None:
+    """With unrelated memories around, the memory reached through apple -> fruit is in the top 10
+    at hops 2 and not at hops 0 or 1; the direct hit stays first."""
+    for i in range(12):
+        graph.remember(content=f"Unrelated note {i} about the weekly team meeting schedule",
+                       keys=[f"meeting {i}", "schedule"])
+    target = fruit["straw"]
+    ranked = {h: [r.memory_id for r in graph.recall_direct(query="Newton", top_k=10, hops=h, reinforce=False).results]
+              for h in (0, 1, 2)}
+    assert target not in ranked[0] and target not in ranked[1]
+    assert target in ranked[2]
+    assert fruit["apple"] in ranked[1] and fruit["apple"] not in ranked[0]
+    assert all(r[0] == fruit["newton"] for r in ranked.values())
+
+
+def test_shared_specific_key_lifts_a_weak_direct_hit(graph: MemoryGraph) -> None:
+    """A memory found weakly by the query climbs when it shares a specific key with the best hit."""
+    best = graph.remember(content="Melanie painted a sunrise over the lake", keys=["lakeside series", "lake"]).memory_id
+    for i in range(12):
+        graph.remember(content=f"Melanie painted the kitchen wall number {i} white again last spring",
+                       keys=[f"wall {i}", "home repair"])
+    target = graph.remember(content="She framed it for the hallway and everyone admired how it painted the morning",
+                            keys=["lakeside series", "framing"]).memory_id
+    def rank(h: int) -> int:
+        ids = [r.memory_id for r in graph.recall_direct(query="Melanie painted a sunrise", top_k=50, hops=h,
+                                                        reinforce=False).results]
+        return ids.index(target) + 1
+    assert graph.recall_direct(query="Melanie painted a sunrise", hops=2, reinforce=False).results[0].memory_id == best
+    assert rank(2) < rank(0)
+    assert rank(0) > 10 >= rank(2)
