@@ -58,7 +58,12 @@ class StoreView:
         self.embedder = None
 
     def reload_caches(self) -> None:
-        """Nothing is cached over a directly opened store (a MemoryGraph re-reads its copies here)."""
+        """Nothing is cached over a directly opened store (a MemoryGraph re-reads its copies here);
+        the links' copies of their ends, which the association walk reads, are re-derived."""
+        if not self.store.read_only:
+            from keymem.store.walk import resync_link_copies
+
+            resync_link_copies(self.store)
 
     def now(self) -> float:
         return time.time()

@@ -46,6 +46,8 @@ Statements end with ';' and may span several lines. Commands:
   :tables            node and rel tables
   :schema [TABLE]    tables with their properties (and a rel's endpoints)
   :explain QUERY     Kuzu's plan for QUERY
+  :expand ID [HOPS]  the neighbourhood the association walk reads from a memory or key id
+                     (default 2 hops): hop, from, via key, to, link weights, association mass
   :format table|json|csv
   :write on|off      allow statements that change the store (bypasses keymem's invariants)
   :timing on|off     show the time of each statement
@@ -238,6 +240,21 @@ class Console:
         if result["columns"] == ["explain result"] and self.fmt == "table":  # Kuzu's plan is drawn already
             typer.echo("\n".join(str(r[0]) for r in result["rows"]))
             return True
+        self.show(result)
+        return True
+
+    def expand(self, arg: str) -> None:
+        """``:expand ID [HOPS]``: the association walk's neighbourhood, from the same Cypher as recall."""
+        parts = arg.split()
+        if not parts or len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()):
+            typer.echo("usage: :expand <memory id or key id> [hops]", err=True)
+            return
+        params: dict[str, Any] = {"id": parts[0]}
+        if len(parts) == 2:
+            params["hops"] = int(parts[1])
+        self.show(self.target.request("cypher_expand", params))
+
+    def show(self, result: dict[str, Any]) -> None:
         text = render(result, self.fmt, self.width())
         if text:
             typer.echo(text)
@@ -246,7 +263,6 @@ class Console:
             more = f" (first {n} shown)" if result["truncated"] else ""
             timing = f", {result['ms']:.1f} ms" if self.timing else ""
             typer.echo(f"({n} row{'s' if n != 1 else ''}{more}{timing})", err=self.fmt != "table")
-        return True
 
     def load_schema(self) -> dict[str, Any]:
         if self.schema is None:
@@ -276,6 +292,8 @@ class Console:
                     typer.echo("usage: :explain QUERY", err=True)
                 else:
                     self.run("EXPLAIN " + arg.rstrip().rstrip(";"))
+            elif cmd == "expand":
+                self.expand(arg)
             elif cmd == "format":
                 if arg not in FORMATS:
                     typer.echo(f"usage: :format {'|'.join(FORMATS)}", err=True)
@@ -334,7 +352,7 @@ class Completer:
     when typed in lower case, and are then offered in lower case.
     """
 
-    COMMANDS = (":tables", ":schema", ":explain", ":format", ":write", ":timing", ":help", ":quit")
+    COMMANDS = (":tables", ":schema", ":explain", ":expand", ":format", ":write", ":timing", ":help", ":quit")
 
     def __init__(self, words: list[str]) -> None:
         self.words = words

@@ -29,7 +29,10 @@ GUIDE = """\
 `keymem cypher` opens a Cypher console on the store. Statements end with `;` and may span
 lines; history is kept in `<data dir>/cypher_history`; Tab completes keywords, table,
 property and function names. Results are tables sized to the terminal (`--format json` or
-`csv` for scripts), each with its row count and time.
+`csv` for scripts), each with its row count and time. `:expand ID [HOPS]` shows the
+association walk of `recall_direct` from a memory (or from a key's memories): one row per
+edge it follows (hop, from, shared key or RELATED_TO, to, both link weights, the reached
+memory's association mass), read with the same Cypher statements as recall.
 
 ```console
 $ keymem cypher
@@ -38,6 +41,7 @@ keymem> MATCH (k:Key)-[l:LINKS]->(m:Memory)
 keymem> :tables
 keymem> :schema Memory
 keymem> :explain MATCH (m:Memory) WHERE m.active RETURN m;
+keymem> :expand m_0123456789abcdef0123 2
 $ keymem cypher -c "MATCH (m:Memory) RETURN count(m);" --format csv
 $ keymem cypher -f queries.cypher
 ```

@@ -144,6 +144,108 @@ def _filled(name: str, table: str) -> str:
     return cypher.load(name).text.replace("{{table}}", table)
 
 
+EXPAND_COLUMNS = ["hop", "from", "via", "key_id", "to", "w_from", "w_to", "mass"]
+EXPAND_MAX_HOPS = 5
+
+
+class _Recorder:
+    """A Neighbourhood that keeps what the walk asked and got, hop by hop."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.steps: list[tuple[list[str], Any]] = []
+
+    def key_members(self, key_ids: list[str], now: float, fanout: int) -> Any:
+        return self.inner.key_members(key_ids, now, fanout)
+
+    def step(self, frontier: list[str], now: float, fanout: int) -> Any:
+        hop = self.inner.step(frontier, now, fanout)
+        self.steps.append((list(frontier), hop))
+        return hop
+
+
+def associate(graph: Any, cands: dict[str, Any], hops: int, now: float) -> Any:
+    """``associative._associate`` from memory seeds only (no routed keys), whichever parameters it takes."""
+    import inspect
+
+    from keymem.memory import associative
+
+    extra = {"routed": {}, "fan": {}, "n_docs": 0}
+    names = inspect.signature(associative._associate).parameters
+    return associative._associate(graph, cands, hops=hops, now=now, **{k: v for k, v in extra.items() if k in names})
+
+
+@daemon_method
+def cypher_expand(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """The console's ``:expand``: the neighbourhood the association walk reads from one memory or key.
+
+    Runs the walk of ``recall_direct`` (``associative._associate``) from the memory as its only
+    seed, or from a key's visible memories (hop 1: key -> memory, weighted by link weight), over
+    ``CypherNeighbourhood``: the same ``cypher/neighbourhood`` statements. One row per edge the walk
+    follows: the hop, the frontier memory, the shared key (or RELATED_TO), the memory reached, the
+    two link weights, and the reached memory's association mass (the largest is 1).
+    """
+    from types import SimpleNamespace
+
+    from keymem.memory import associative, validate
+    from keymem.memory.neighbourhood import CypherNeighbourhood
+
+    start = params.get("id")
+    if not isinstance(start, str) or not start.startswith(("m_", "k_")):
+        raise InvalidInput("usage: :expand <memory id (m_...) or key id (k_...)> [hops]")
+    hops = validate.count(params.get("hops"), "hops", default=2, lo=1, hi=EXPAND_MAX_HOPS)
+    store = graph.store
+    now = graph.now()
+    started = time.perf_counter()
+    rec = _Recorder(CypherNeighbourhood(store))
+    rows: list[list[Any]] = []
+    try:
+        if start.startswith("k_"):
+            key = validate.ident(start, "key id", "k")
+            if not store.query("key/get", id=key):
+                raise NotFound(f"key {key} does not exist")
+            members = rec.key_members([key], now, associative.HUB_FANOUT).get(key, [])
+            if not members:
+                raise InvalidInput(f"key {key} has no visible memory, or more than {associative.HUB_FANOUT} "
+                                   "(a hub: the walk does not go through it)")
+            seeds = {mid: w for mid, w in members}
+            first, walk = 2, hops - 1
+        else:
+            mid = validate.ident(start, "memory id", "m")
+            rows_m = store.query("memory/get", id=mid)
+            m = rows_m[0]["m"] if rows_m else None
+            if m is None or not m["active"] or (m["expires_at"] is not None and m["expires_at"] <= now):
+                raise NotFound(f"memory {mid} does not exist or is not visible (superseded or expired)")
+            seeds = {mid: 1.0}
+            first, walk = 1, hops
+        found = associative.Association()
+        if walk:
+            cands = {mid: associative.Candidate(mid, score) for mid, score in seeds.items()}
+            found = associate(SimpleNamespace(neighbourhood=rec), cands, walk, now)
+    except RuntimeError as exc:  # a store written before schema step 003, opened read-only
+        raise InvalidInput(f"the store cannot be walked in Cypher ({exc}); open it once with keymem "
+                           "(the daemon applies the schema steps) and try again") from None
+    mass = {m: round(a, 4) for m, a in found.mass.items()}
+    if start.startswith("k_"):
+        rows.extend([1, "", None, start, mid, None, w, mass.get(mid)] for mid, w in members)
+    for h, (frontier, hop) in enumerate(rec.steps, start=first):
+        for src in dict.fromkeys(frontier):
+            for kid, w1 in hop.keys_of.get(src, ()):
+                rows.extend([h, src, None, kid, dst, w1, w2, mass.get(dst)] for dst, w2 in hop.members[kid] if dst != src)
+            rows.extend([h, src, "RELATED_TO", None, dst, w, w, mass.get(dst)] for dst, w in hop.related.get(src, ()))
+    texts = {r["k"]["id"]: r["k"]["text"] for r in store.query("key/get_many", ids=sorted({r[3] for r in rows if r[3]}))} \
+        if any(r[3] for r in rows) else {}
+    for r in rows:
+        if r[3]:
+            r[2] = texts.get(r[3], "")
+        r[5] = None if r[5] is None else round(r[5], 4)
+        r[6] = round(r[6], 4)
+    truncated = len(rows) > MAX_ROWS
+    return {"columns": EXPAND_COLUMNS, "types": ["INT64", "STRING", "STRING", "STRING", "STRING", "DOUBLE", "DOUBLE",
+                                                 "DOUBLE"],
+            "rows": rows[:MAX_ROWS], "truncated": truncated, "ms": round((time.perf_counter() - started) * 1000, 2)}
+
+
 @daemon_method
 def cypher_schema(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Tables with their properties (and a rel's endpoints), plus function names for completion."""
@@ -318,6 +420,7 @@ def viz_data(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 
 OPS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
-    "cypher_run": cypher_run, "cypher_schema": cypher_schema, "snapshot": snapshot, "stats": stats,
+    "cypher_run": cypher_run, "cypher_schema": cypher_schema, "cypher_expand": cypher_expand, "snapshot": snapshot,
+    "stats": stats,
     "export": export, "import_records": import_records, "check": check, "viz_data": viz_data,
 }

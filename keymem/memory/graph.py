@@ -38,6 +38,7 @@ from keymem.settings import Settings
 from keymem.store import migrations
 from keymem.store.db import Store
 from keymem.store.vectors import KeyVectors
+from keymem.store.walk import resync_link_copies
 
 if TYPE_CHECKING:
     from keymem.models.base import EmbeddingBackend, Reranker
@@ -211,8 +212,11 @@ class MemoryGraph:
     def reload_caches(self) -> None:
         """Re-read every in-memory copy (key vectors, BM25 index, graph mirror) from the store.
 
-        For writes that bypass the domain layer (the console's write mode).
+        For writes that bypass the domain layer (the console's write mode); the links' copies of
+        their ends, which the association walk reads, are re-derived first.
         """
+        if not self.store.read_only:
+            resync_link_copies(self.store)
         self.vectors.load()
         self.lexical = LexicalIndex()  # calls already running keep searching the old one
         self._load_lexical()

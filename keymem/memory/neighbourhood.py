@@ -10,8 +10,11 @@ A key is *walkable* when it holds at most ``fanout`` visible memories: a broader
 speaker's name, "work") would hand every one of its memories the same thin share and swamp
 the walk. Visible means active (not superseded) and not expired at ``now``.
 
-``MirrorNeighbourhood`` reads the in-memory ``GraphMirror``. Every implementation must return
-the same rows for the same store (``tests/domain/test_neighbourhood.py``).
+``CypherNeighbourhood`` asks Kuzu (``store/walk.py``, ``cypher/neighbourhood/``): three small
+statements a hop over internal offsets. ``MirrorNeighbourhood`` reads the in-memory
+``GraphMirror``. Both return the same rows for the same store
+(``tests/domain/test_neighbourhood.py``); docs/design.md ("Association neighbourhood: Cypher vs
+mirror") gives what each costs.
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from keymem.store.walk import NeighbourhoodReads
+
 if TYPE_CHECKING:
     from keymem.memory.mirror import GraphMirror
+    from keymem.store.db import Store
 
 Edge = tuple[str, float]  # (other end's id, link or edge weight)
 
@@ -72,4 +78,32 @@ class MirrorNeighbourhood:
             rel = sorted(self.mirror.related(mid, now))
             if rel:
                 hop.related[mid] = rel
+        return hop
+
+
+class CypherNeighbourhood:
+    """``Neighbourhood`` as Cypher statements in Kuzu: per hop the frontier's links, those keys'
+    visible memories (hubs skipped by their lasting-link count) and the frontier's RELATED_TO."""
+
+    def __init__(self, store: Store) -> None:
+        self.reads = NeighbourhoodReads(store)
+
+    def key_members(self, key_ids: list[str], now: float, fanout: int) -> dict[str, list[Edge]]:
+        if not key_ids:
+            return {}
+        found = self.reads.members(self.reads.key_offsets(key_ids), now, fanout)
+        return {k: sorted(edges) for k, edges in found.items()}
+
+    def step(self, frontier: list[str], now: float, fanout: int) -> Hop:
+        hop = Hop()
+        if not frontier:
+            return hop
+        links, offsets = self.reads.links(frontier)
+        keys = {k_off: kid for edges in links.values() for kid, k_off, _ in edges}
+        hop.members = {k: sorted(edges) for k, edges in self.reads.members(keys, now, fanout).items()}
+        for mid in dict.fromkeys(frontier):
+            walkable = sorted((kid, w) for kid, _, w in links.get(mid, ()) if kid in hop.members)
+            if walkable:
+                hop.keys_of[mid] = walkable
+        hop.related = {mid: sorted(edges) for mid, edges in self.reads.related(offsets, now).items() if edges}
         return hop

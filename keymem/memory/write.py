@@ -232,6 +232,7 @@ def correct(graph: MemoryGraph, args: dict[str, Any], source: dict[str, Any] | N
                 f"the corrected content already exists as memory {result.memory_id}; forget this one instead"
             )
         tx.run("memory/supersede", old_id=current["id"], new_id=result.memory_id, factor=SUPERSEDED_DEPTH_FACTOR, now=now)
+        tx.run("link/memory_inactive", id=current["id"])  # the links' copy of the active flag follows
         graph.mirror.touch(tx, memories=[current["id"]])
         tx.run("memory/norm_delete", memory_id=current["id"])
         tx.after_commit(lambda: graph.lexical.remove(current["id"]))
@@ -245,6 +246,7 @@ def _delete(graph: MemoryGraph, tx: Tx, memory_id: str) -> None:
     key_ids = [r["key_id"] for r in tx.run("memory/keys", id=memory_id)]
     tx.run("memory/norm_delete", memory_id=memory_id)
     tx.run("memory/clear_supersedes", id=memory_id)
+    tx.run("link/memory_released", id=memory_id)  # its keys' counts of lasting links
     tx.run("memory/delete", id=memory_id)
     graph.mirror.touch(tx, memories=[memory_id])  # keys left orphaned are touched by delete_key
     tx.after_commit(lambda: graph.lexical.remove(memory_id))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -208,3 +209,62 @@ def test_saved_queries_in_explorer_doc_run_read_only(graph: Any, populated: dict
     chain = ops.cypher_run(graph, {"query": blocks[3].strip().rstrip(";").replace("m_0123456789abcdef0123",
                                                                                     populated["old"])})
     assert [r[0] for r in chain["rows"]] == [populated["new"], populated["old"]]
+
+
+def _key_id(graph: Any, memory_id: str, text: str) -> str:
+    return next(k for k, _ in graph.mirror.memory_keys(memory_id) if graph.mirror.key(k)["text"] == text)
+
+
+def test_expand_shows_the_walk_from_a_memory_and_a_key(graph: Any, populated: dict[str, str]) -> None:
+    """`:expand` prints the rows the association walk reads, from the same Cypher statements."""
+    from types import SimpleNamespace
+
+    from keymem.memory import associative
+    from keymem.memory.neighbourhood import MirrorNeighbourhood
+
+    a, b, c = populated["a"], populated["b"], populated["c"]
+    out = ops.cypher_expand(graph, {"id": a, "hops": 2})
+    assert out["columns"] == ["hop", "from", "via", "key_id", "to", "w_from", "w_to", "mass"]
+    rows = [dict(zip(out["columns"], r, strict=True)) for r in out["rows"]]
+    hop1 = {(r["via"], r["to"]) for r in rows if r["hop"] == 1}
+    assert ("python", b) in hop1 and ("python", populated["new"]) in hop1 and ("RELATED_TO", c) in hop1
+    assert populated["old"] not in {r["to"] for r in rows}  # superseded: not walked
+    assert populated["work"] not in {r["to"] for r in rows}  # another namespace's "python" key
+    assert {r["hop"] for r in rows} == {1, 2} and all(r["from"] != r["to"] for r in rows)
+    # The mass shown is the walk's own, over the mirror too.
+    cands = {a: associative.Candidate(a, 1.0)}
+    want = ops.associate(SimpleNamespace(neighbourhood=MirrorNeighbourhood(graph.mirror)), cands, 2, graph.now()).mass
+    assert {r["to"]: r["mass"] for r in rows} == {m: round(v, 4) for m, v in want.items()}
+
+    kuzu_key = _key_id(graph, c, "kuzu")
+    out = ops.cypher_expand(graph, {"id": kuzu_key, "hops": 2})
+    rows = [dict(zip(out["columns"], r, strict=True)) for r in out["rows"]]
+    assert [(r["hop"], r["key_id"], r["to"]) for r in rows if r["hop"] == 1] == [(1, kuzu_key, c)]
+    assert (2, c, "RELATED_TO", a) in {(r["hop"], r["from"], r["via"], r["to"]) for r in rows}
+
+
+def test_expand_refuses_what_it_cannot_walk(graph: Any, populated: dict[str, str]) -> None:
+    from keymem.errors import NotFound
+
+    with pytest.raises(InvalidInput, match="usage"):
+        ops.cypher_expand(graph, {"id": "python"})
+    with pytest.raises(InvalidInput, match="hops"):
+        ops.cypher_expand(graph, {"id": populated["a"], "hops": 9})
+    with pytest.raises(NotFound, match="not visible"):
+        ops.cypher_expand(graph, {"id": populated["old"]})
+    with pytest.raises(NotFound, match="does not exist"):
+        ops.cypher_expand(graph, {"id": "k_00000000000000000000"})
+
+
+def test_expand_in_the_console(store_env: dict[str, Any]) -> None:
+    env, ids = store_env["env"], store_env["ids"]
+    out = run_cli(["cypher", "--format", "json", "-c", f":expand {ids['c']} 1"], env)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert {(r["hop"], r["via"], r["to"]) for r in rows} >= {(1, "RELATED_TO", ids["a"])}
+    out = run_cli(["cypher", "-c", f":expand {ids['a']}"], env)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"\|\s*hop\s*\|\s*from\s*\|\s*via\s*\|", out.stdout) and "| python" in out.stdout
+    assert re.search(r"\(\d+ rows, [0-9.]+ ms\)", out.stdout)
+    out = run_cli(["cypher", "-c", ":expand"], env)
+    assert "usage: :expand" in out.stderr
