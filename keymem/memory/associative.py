@@ -1,13 +1,14 @@
 """Direct associative recall: Kiwi BM25 + key routing, fused by RRF, expanded over the graph.
 
 1. Lexical: BM25 over each memory's key texts and content (``LexicalIndex``).
-2. Key path: the query's embedding routes to concept keys, its literal tokens to names
-   and aliases; their links lead to memories.
-3. Reciprocal Rank Fusion (k = 60) of the two ranks, then depth and freshness
-   (``0.2 + 0.8 x freshness``).
-4. Expansion for 1..5 hops: each hop is one variable-length Cypher match from the best
-   memories through a shared non-hub key or a RELATED_TO link, scored with hop decay
-   and link weights. Hub keys are skipped (their fan-out would swamp the pool).
+2. Key path: the query's embedding (and its key-like phrases) routes to concept keys, its
+   literal tokens to names and aliases; their links lead to memories, weighted by IDF.
+3. Fusion of the two scores (``_fuse``), then depth and freshness (``0.2 + 0.8 x freshness``).
+4. Association for 1..5 hops (``_associate``): activation spreads from the best direct hits
+   over their walkable (non-hub) keys and RELATED_TO links, a key splitting what it passes
+   among its memories, with a restart per hop; each reached memory's share is added to its
+   score, so a memory that shares a specific key with the best hits climbs, and one reached
+   only through the graph can enter the ranking. The graph is read through ``Neighbourhood``.
 5. The cross-encoder re-scores the top ``KEYMEM_RERANK_POOL`` candidates when loaded.
 
 Scores are labelled with their kind (``rrf_fused_rank``, ``content_relevance``,
@@ -44,15 +45,14 @@ DECAY_FACTOR = 0.98
 # Association (see _associate): values chosen by measurement on LoCoMo, docs/BENCHMARKS.md.
 SEED_MEMORIES = 5  # direct candidates that seed the walk
 BEAM = 20  # memories expanded further at each later hop
-KEY_SEED_SHARE = 0.0  # share of the seed mass put on the routed keys
 RESTART = 0.5  # hop h keeps (1 - RESTART)**h of the activation it moves
 RELATED_SHARE = 1.0  # weight of a RELATED_TO edge against a shared key
-ASSOC_WEIGHT = 0.1  # association's share of the score, relative to the best direct score
-ASSOC_GATE_FLOOR = 1.0  # association x (floor + (1 - floor) x capped BM25 of the reached memory)
+ASSOC_WEIGHT = 0.4  # association's share of the score, relative to the best direct score
 NAMED_BOOST = 0.3  # fused-score bonus for candidates linked to a hub key the query names
 KEY_WEIGHT = 0.3  # key-path share of the fused score (lexical = 1)
 PHRASES = 4  # query phrases embedded for key routing
 PHRASE_KEYS = 5  # concept keys routed per phrase
+ROUTE_KEYS = 10  # keys routed by the whole query
 # Hebbian updates: one statement for all links (planned as a scan: ~6 ms at 10k memories, ~85 ms at
 # 100k) while the store is small or the set large; else one primary-key statement per link (~1 ms).
 ADJUST_SINGLES = 48
@@ -194,12 +194,11 @@ class Association:
     via: dict[str, str] = field(default_factory=dict)
 
 
-def _associate(graph: MemoryGraph, cands: dict[str, Candidate], routed: dict[str, tuple[float, str]],
-               fan: dict[str, int], n_docs: int, hops: int, now: float) -> Association:
-    """Spreading activation (a personalised PageRank truncated at ``hops``) from the query's seeds.
+def _associate(graph: MemoryGraph, cands: dict[str, Candidate], hops: int, now: float) -> Association:
+    """Spreading activation (a personalised PageRank truncated at ``hops``) from the best direct hits.
 
-    Seeds: the best ``SEED_MEMORIES`` direct candidates (mass in proportion to their score) and
-    the walkable routed keys (relevance x IDF), ``KEY_SEED_SHARE`` of the mass on the keys.
+    Seeds: the best ``SEED_MEMORIES`` direct candidates, with mass in proportion to their score
+    (seeding the routed keys instead, HippoRAG-style, measured worse: docs/BENCHMARKS.md).
     Each hop, a memory passes its activation to its walkable keys in proportion to link weight,
     and a key splits what it got among its other visible memories (so a specific key shared by
     two memories is a strong association, a key of fifty a weak one); RELATED_TO edges pass
@@ -214,23 +213,11 @@ def _associate(graph: MemoryGraph, cands: dict[str, Candidate], routed: dict[str
     if mass <= 0:
         return out
     frontier = {c.memory_id: c.score / mass for c in seeds}
-    key_seed: dict[str, float] = {}
-    for k, (rel, _) in routed.items():
-        if 0 < fan.get(k, 0) <= HUB_FANOUT * 2:
-            key_seed[k] = rel * _idf(n_docs, fan[k])
-    ks_total = sum(key_seed.values())
-    if ks_total > 0 and KEY_SEED_SHARE > 0:
-        key_seed = {k: KEY_SEED_SHARE * v / ks_total for k, v in key_seed.items()}
-        frontier = {m: (1 - KEY_SEED_SHARE) * a for m, a in frontier.items()}
-    else:
-        key_seed = {}
     assoc: dict[str, float] = defaultdict(float)
     expanded: set[str] = set()
     for hop in range(1, hops + 1):
         step = nb.step(list(frontier), now, HUB_FANOUT)
         members = step.members
-        if hop == 1 and key_seed:
-            members = {**nb.key_members([k for k in key_seed if k not in members], now, HUB_FANOUT), **members}
         contrib: dict[str, dict[str, float]] = defaultdict(dict)  # key -> source memory -> activation
         for mid, a in frontier.items():
             edges = step.keys_of.get(mid, ())
@@ -239,12 +226,12 @@ def _associate(graph: MemoryGraph, cands: dict[str, Candidate], routed: dict[str
                 contrib[k][mid] = contrib[k].get(mid, 0.0) + a * w / wsum
         reached: dict[str, float] = defaultdict(float)
         best: dict[str, tuple[float, str]] = {}
-        for k in sorted(set(contrib) | (set(key_seed) if hop == 1 else set())):
+        for k in sorted(contrib):
             mems = members.get(k)
             if not mems:
                 continue
             src = contrib.get(k, {})
-            total = sum(src.values()) + (key_seed.get(k, 0.0) if hop == 1 else 0.0)
+            total = sum(src.values())
             wsum = sum(w for _, w in mems)
             for m2, w in mems:
                 a = total - src.get(m2, 0.0)  # not one's own activation coming back
@@ -288,7 +275,7 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
     phrases = query_phrases(query)
     vecs = graph.embed([query, *phrases])
     qvec = vecs[0]
-    routed = route_keys(graph, query, qvec, ns, 10)
+    routed = route_keys(graph, query, qvec, ns, ROUTE_KEYS)
     _route_phrases(graph, routed, vecs[1:], ns)
     fan = _fans(graph, routed)
     # A named hub ("When did Melanie ...?" where Melanie said half of everything): BM25 would
@@ -309,15 +296,10 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
         else:
             cands[mid].score *= factors[mid]
     if hops and cands:
-        n_docs = int(graph.lexical.stats(ns)["docs"])
-        found = _associate(graph, cands, routed, fan, n_docs, hops, now)
+        found = _associate(graph, cands, hops, now)
         assoc = found.mass
         scale = ASSOC_WEIGHT * max(c.score for c in cands.values())
         new = [m for m in assoc if m not in cands]
-        if ASSOC_GATE_FLOOR < 1.0:
-            lex_all = graph.lexical.score_docs(query, list(assoc))
-            assoc = {m: a * (ASSOC_GATE_FLOOR + (1 - ASSOC_GATE_FLOOR) * capped(lex_all.get(m, 0.0)))
-                     for m, a in assoc.items()}
         factors.update(graph.mirror.rank_factors(new, now))
         for mid, a in assoc.items():
             c = cands.get(mid)
