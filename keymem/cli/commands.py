@@ -224,7 +224,6 @@ def models_download(
     from keymem.models.profiles import find_model
 
     settings = settings_or_exit()
-    progress = sys.stderr.isatty()
     try:
         if settings.backend == "openai":
             typer.echo(f"embedding: OpenAI {settings.openai_embedding_model} (nothing to download)")
@@ -234,11 +233,11 @@ def models_download(
                 raise fail(f"LOCAL_EMBEDDING_MODEL={settings.local_embedding_model!r} is not a known model",
                            fix="use a known model name, or provide the files with LOCAL_EMBEDDING_MODEL_PATH")
             dest = settings.local_embedding_model_path or settings.models_dir / profile.name
-            ensure_model(profile, dest, endpoint=endpoint, progress=progress)
+            ensure_model(profile, dest, endpoint=endpoint)  # progress on stderr
             typer.echo(f"embedding: {profile.name} ready in {dest}")
         if reranker and settings.rerank:
             rdir = settings.rerank_model_path or settings.models_dir / "reranker"
-            ensure_reranker(rdir, endpoint=endpoint, progress=progress)
+            ensure_reranker(rdir, endpoint=endpoint)
             typer.echo(f"reranker: ready in {rdir}")
         elif reranker:
             typer.echo("reranker: skipped (KEYMEM_RERANK=false)")

@@ -5,7 +5,13 @@ there; then nothing touches the network. Otherwise only the missing files are fe
 (repair). Every file is downloaded by huggingface_hub into a private cache inside the
 destination (which writes ``*.incomplete`` and renames when the size checks out) and then
 renamed into place, so a crash or a cut connection can never leave a truncated model.onnx
-that looks complete. Progress bars go to stderr: stdout is the MCP protocol channel.
+that looks complete.
+
+Before the first file, :func:`check_reachable` resolves the hub's host (or the proxy's) and
+opens one TCP connection to it within :data:`PROBE_TIMEOUT` seconds: offline, huggingface_hub
+would otherwise retry with backoff for some 25 s before giving up. Progress goes to stderr
+(stdout is the MCP protocol channel): a tqdm bar per file on a terminal, a line every
+:data:`LINE_INTERVAL` seconds and one at the end of each file otherwise.
 """
 
 from __future__ import annotations
@@ -14,10 +20,16 @@ import contextlib
 import logging
 import os
 import shutil
+import socket
+import sys
 import tempfile
+import threading
+import time
+import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from keymem.errors import ModelError
 from keymem.models.profiles import RERANKER, ModelProfile, RemoteFile
@@ -26,6 +38,12 @@ log = logging.getLogger("keymem.models")
 
 _TMP_PREFIX = ".download-"
 _DEFAULT_ENDPOINT = "https://huggingface.co"
+PROBE_TIMEOUT = 1.5  # seconds for resolving the hub's host and connecting to it, together
+LINE_INTERVAL = 10.0  # seconds between progress lines when stderr is not a terminal
+
+
+class HubUnreachable(OSError):
+    """The hub's host (or the proxy's) cannot be resolved or connected to."""
 
 
 def missing_files(files: Sequence[RemoteFile], dest: Path) -> list[RemoteFile]:
@@ -81,6 +99,11 @@ def ensure_files(
     if is_complete(files, dest):
         return dest
     try:
+        check_reachable(endpoint)
+    except HubUnreachable as exc:
+        first = next(f for f in missing_files(files, dest) if f.required)
+        raise _download_error(first, dest, what, manual_var, endpoint, exc) from exc
+    try:
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ModelError(f"Cannot create model directory {dest}: {exc}") from exc
@@ -120,7 +143,7 @@ def _fetch_one(
             cache_dir=tmp,
             endpoint=endpoint,
             library_name="keymem",
-            tqdm_class=None if progress else _silent_tqdm(),
+            tqdm_class=_progress_tqdm(f"{dest.name}/{f.local_name}") if progress else _silent_tqdm(),
         )
     except RemoteEntryNotFoundError as exc:  # a 404 for this file (not a connection problem)
         if not f.required:
@@ -137,6 +160,81 @@ def _fetch_one(
     part = dest / (f.local_name + ".part")
     shutil.move(str(blob), part)  # same filesystem: a rename
     os.replace(part, target)  # atomic: the final name only ever names a whole file
+
+
+def check_reachable(endpoint: str | None = None, *, timeout: float = PROBE_TIMEOUT) -> None:
+    """Raise :class:`HubUnreachable` unless the hub (or its proxy) accepts a TCP connection in ``timeout`` s.
+
+    Nothing is checked in huggingface_hub's offline mode (HF_HUB_OFFLINE): its own error says so.
+    """
+    import huggingface_hub.constants as hf_constants
+
+    if hf_constants.HF_HUB_OFFLINE:
+        return
+    url = endpoint or hf_constants.ENDPOINT or _DEFAULT_ENDPOINT
+    parts = urlsplit(url)
+    host = parts.hostname
+    if not host:
+        raise HubUnreachable(f"the hub address {url!r} names no host")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    what = f"{host}:{port}"
+    proxy = _proxy_for(parts.scheme, host)
+    if proxy is not None:
+        host, port = proxy
+        what = f"the proxy {host}:{port}"
+    deadline = time.monotonic() + timeout
+    addresses = _resolve(host, port, timeout, what)
+    last: OSError | None = None
+    for family, kind, proto, _name, address in addresses:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        sock = socket.socket(family, kind, proto)
+        sock.settimeout(remaining)
+        try:
+            sock.connect(address)
+            return
+        except OSError as exc:
+            last = exc
+        finally:
+            sock.close()
+    if last is None or isinstance(last, TimeoutError):
+        raise HubUnreachable(f"{what} did not accept a connection within {timeout:g} s")
+    raise HubUnreachable(f"cannot connect to {what} ({last})")
+
+
+def _proxy_for(scheme: str, host: str) -> tuple[str, int] | None:
+    """(host, port) of the proxy httpx would use for ``scheme://host`` (HTTPS_PROXY, ALL_PROXY, NO_PROXY)."""
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(host):
+        return None
+    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if not parts.hostname:
+        return None
+    default = {"http": 80, "https": 443}.get(parts.scheme, 1080)  # else a SOCKS proxy
+    return parts.hostname, parts.port or default
+
+
+def _resolve(host: str, port: int, timeout: float, what: str) -> list[Any]:
+    """getaddrinfo with a deadline (it has none of its own; a dead DNS server can block for long)."""
+    result: list[Any] = []
+    error: list[OSError] = []
+
+    def work() -> None:
+        try:
+            result.extend(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as exc:
+            error.append(exc)
+
+    worker = threading.Thread(target=work, name="keymem-hub-resolve", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise HubUnreachable(f"{what} could not be resolved within {timeout:g} s")
+    if error:
+        raise HubUnreachable(f"{what} cannot be resolved ({error[0]})")
+    return result
 
 
 def _download_error(
@@ -188,6 +286,81 @@ def _dir_lock(dest: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _progress_tqdm(label: str) -> Any:
+    """A tqdm class for one file, labelled ``label`` (e.g. "bge-m3/model.onnx"), drawing on stderr.
+
+    On a terminal it is tqdm's own bar (80 x 24 when the terminal reports no size). Else
+    it writes a plain line every :data:`LINE_INTERVAL` seconds and one when the file is done,
+    so a log or an agent's shell shows the download moving rather than nothing at all.
+    """
+    from tqdm.auto import tqdm
+
+    class _Bar(tqdm):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.pop("name", None)
+            desc = str(kwargs.get("desc") or "")
+            # huggingface_hub's Xet downloads draw two bars: "<file>: downloading bytes" and
+            # "<file>: reconstructing file"; its plain HTTP download draws one, "<file>".
+            suffix = next((s for s in (": downloading bytes", ": reconstructing file") if desc.endswith(s)), "")
+            kwargs["desc"] = label + suffix
+            kwargs["file"] = sys.stderr
+            self._lines = not _is_terminal(sys.stderr)
+            if self._lines:
+                kwargs["disable"] = True
+            else:
+                kwargs["disable"] = False
+                columns, rows = _terminal_size(sys.stderr)
+                if not columns:  # tqdm draws nothing on a terminal that reports no size
+                    kwargs.setdefault("ncols", 80)
+                if not rows:
+                    kwargs.setdefault("nrows", 24)
+            self._label = kwargs["desc"]
+            self._done = float(kwargs.get("initial") or 0)
+            self._size = kwargs.get("total")
+            self._last_line = time.monotonic()
+            self._ended = False
+            super().__init__(*args, **kwargs)
+
+        def update(self, n: float | None = 1) -> bool | None:
+            shown = super().update(n)
+            if self._lines:
+                self._done += n or 0
+                if time.monotonic() - self._last_line >= LINE_INTERVAL:
+                    self._line()
+            return shown  # type: ignore[no-any-return]
+
+        def close(self) -> None:
+            if self._lines and not self._ended:
+                self._ended = True
+                self._line()
+            super().close()
+
+        def _line(self) -> None:
+            self._last_line = time.monotonic()
+            size = self.total or self._size
+            text = f"{self._label}: {tqdm.format_sizeof(self._done, 'B', 1024)}"
+            if size:
+                text += f" of {tqdm.format_sizeof(size, 'B', 1024)} ({min(100.0, 100 * self._done / size):.0f}%)"
+            print(text, file=sys.stderr, flush=True)
+
+    return _Bar
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _terminal_size(stream: Any) -> tuple[int, int]:
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return 0, 0
+    return size.columns, size.lines
 
 
 def _silent_tqdm() -> Any:

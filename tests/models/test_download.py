@@ -1,8 +1,12 @@
-"""ensure_model / ensure_reranker against a loopback Hub: full fetch, repair, no-op, failures."""
+"""ensure_model / ensure_reranker against a loopback Hub: full fetch, repair, no-op, failures, progress."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -170,3 +174,175 @@ def test_reranker_failure_names_its_variable(fake_hub: FakeHub, tmp_path: Path, 
     fake_hub.fail_status = 503
     with pytest.raises(ModelError, match="KEYMEM_RERANK_MODEL_PATH"):
         ensure_reranker(tmp_path / "reranker", endpoint=fake_hub.url, progress=False)
+
+
+# -- an unreachable hub fails fast (offline first use) -------------------------------------------
+
+FAST = 2.0  # seconds: the budget for reporting an unreachable hub (huggingface_hub alone retries ~25 s)
+
+
+def _fails_fast(endpoint: str, dest: Path) -> str:
+    """The ModelError message of a download from ``endpoint``, checked to come within FAST seconds."""
+    started = time.monotonic()
+    with pytest.raises(ModelError) as err:
+        ensure_model(PROFILE, dest, endpoint=endpoint, progress=False)
+    elapsed = time.monotonic() - started
+    assert elapsed < FAST, f"took {elapsed:.1f} s"
+    msg = str(err.value)
+    # the message still says where the files go by hand
+    assert "Could not download onnx/model_quantized.onnx" in msg and "LOCAL_EMBEDDING_MODEL_PATH" in msg
+    assert f"{endpoint}/onnx-community/bge-m3-ONNX/resolve/main/onnx/model_quantized.onnx" in msg
+    assert str(dest / "model.onnx") in msg
+    return msg
+
+
+@pytest.fixture
+def online(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out of huggingface_hub's offline mode (tests/conftest.py sets it) and without proxies."""
+    import huggingface_hub.constants as hf_constants
+
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+        monkeypatch.delenv(var.lower(), raising=False)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # nothing listens there once closed
+
+
+def test_closed_port_fails_fast(online: None, tmp_path: Path) -> None:
+    msg = _fails_fast(f"http://127.0.0.1:{_closed_port()}", tmp_path / "m")
+    assert "cannot connect to 127.0.0.1:" in msg
+    assert not (tmp_path / "m").exists()  # nothing created for a download that cannot start
+
+
+def test_unresolvable_host_fails_fast(online: None, tmp_path: Path) -> None:
+    msg = _fails_fast("https://keymem-no-such-hub.invalid", tmp_path / "m")  # .invalid never resolves
+    assert "keymem-no-such-hub.invalid:443" in msg and "resolved" in msg
+
+
+def test_hanging_name_resolution_is_cut_short(online: None, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    real = socket.getaddrinfo
+
+    def hang(host: str, *args: object, **kwargs: object) -> object:
+        if host == "hub.example":
+            release.wait(30)  # a DNS server that never answers
+            raise socket.gaierror("released")
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", hang)
+    try:
+        msg = _fails_fast("https://hub.example", tmp_path / "m")
+    finally:
+        release.set()
+    assert "could not be resolved within" in msg
+
+
+def test_silent_host_fails_fast(online: None, tmp_path: Path) -> None:
+    """A host that never answers the connection (a listener whose backlog is full drops SYNs)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    filler: list[socket.socket] = []
+    try:
+        for _ in range(4):  # fill the accept queue; later connections hang
+            c = socket.socket()
+            c.settimeout(0.2)
+            with contextlib.suppress(OSError):
+                c.connect(("127.0.0.1", port))
+            filler.append(c)
+        probe = socket.socket()
+        probe.settimeout(0.3)
+        try:
+            probe.connect(("127.0.0.1", port))
+            pytest.skip("this kernel accepts connections beyond the backlog")
+        except TimeoutError:
+            pass
+        finally:
+            probe.close()
+        msg = _fails_fast(f"http://127.0.0.1:{port}", tmp_path / "m")
+        assert "did not accept a connection within" in msg
+    finally:
+        for c in filler:
+            c.close()
+        server.close()
+
+
+def test_unreachable_proxy_fails_fast(online: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{_closed_port()}")
+    msg = _fails_fast("https://hub.example", tmp_path / "m")  # never resolved: the proxy does that
+    assert "the proxy 127.0.0.1:" in msg
+    monkeypatch.setenv("NO_PROXY", "hub.example")
+    assert "the proxy" not in _fails_fast(f"https://hub.example:{_closed_port()}", tmp_path / "m")
+
+
+def test_reachability_is_checked_once_per_directory(fake_hub: FakeHub, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import keymem.models.download as download
+
+    calls: list[str | None] = []
+    real = download.check_reachable
+    monkeypatch.setattr(download, "check_reachable", lambda endpoint: calls.append(endpoint) or real(endpoint))
+    publish(fake_hub, PROFILE.files())
+    ensure_model(PROFILE, tmp_path / "m", endpoint=fake_hub.url, progress=False)
+    ensure_model(PROFILE, tmp_path / "m", endpoint=fake_hub.url, progress=False)  # complete: no probe
+    assert calls == [fake_hub.url]
+
+
+# -- progress ------------------------------------------------------------------------------------
+
+
+def test_progress_lines_without_a_terminal(fake_hub: FakeHub, tmp_path: Path,
+                                           capfd: pytest.CaptureFixture[str]) -> None:
+    expected = publish(fake_hub, PROFILE.files())
+    ensure_model(PROFILE, tmp_path / "bge-m3", endpoint=fake_hub.url, progress=True)
+    out, err = capfd.readouterr()
+    assert out == ""
+    size = len(expected["model.onnx"])
+    assert f"bge-m3/model.onnx: {size / 1024:.2f}kB of {size / 1024:.2f}kB (100%)" in err, err
+    assert "bge-m3/tokenizer.json:" in err and "\r" not in err  # plain lines, no bar redraws
+
+
+def test_progress_lines_while_a_file_downloads(fake_hub: FakeHub, tmp_path: Path,
+                                               capfd: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from huggingface_hub import constants as hf_constants
+
+    import keymem.models.download as download
+
+    monkeypatch.setattr(download, "LINE_INTERVAL", 0.0)  # a line at every chunk
+    monkeypatch.setattr(hf_constants, "DOWNLOAD_CHUNK_SIZE", 1024)
+    data = b"m" * (8 * 1024)
+    for f in PROFILE.files():
+        fake_hub.add(f.repo_id, f.path, data if f.local_name == "model.onnx" else b"{}")
+    ensure_model(PROFILE, tmp_path / "bge-m3", endpoint=fake_hub.url, progress=True)
+    lines = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("bge-m3/model.onnx:")]
+    assert "bge-m3/model.onnx: 1.00kB of 8.00kB (12%)" in lines
+    assert lines[-1] == "bge-m3/model.onnx: 8.00kB of 8.00kB (100%)"
+
+
+@pytest.mark.parametrize("size", [(40, 100), (0, 0)])  # (0, 0): a terminal that reports no size
+def test_models_download_draws_bars_on_a_terminal(fake_hub: FakeHub, tmp_path: Path,
+                                                  size: tuple[int, int]) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    from tests.cli.conftest import KEYMEM
+
+    publish(fake_hub, PROFILE.files())
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("KEYMEM_", "OPENAI_", "HF_", "LOCAL_EMBEDDING", "COLUMNS", "LINES"))}
+    env.update({"KEYMEM_DATA_DIR": str(tmp_path / "data"), "EMBEDDING_BACKEND": "local",
+                "LOCAL_EMBEDDING_MODEL": "bge-m3", "KEYMEM_RERANK": "false", "KEYMEM_DAEMON": "off",
+                "HF_HUB_DISABLE_XET": "1", "HF_HUB_DISABLE_TELEMETRY": "1"})
+    child = pexpect.spawn(KEYMEM[0], [*KEYMEM[1:], "models", "download", "--endpoint", fake_hub.url],
+                          env=env, encoding="utf-8", timeout=60, dimensions=size)
+    child.expect(r"bge-m3/model\.onnx: 100%\|█+\| [\d.]+k/[\d.]+k")
+    child.expect("embedding: bge-m3 ready")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
