@@ -182,7 +182,7 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
         from keymem.store.db import Store
 
         try:
-            store = Store(path, buffer_pool_mb=64, read_only=True)
+            store = Store(path, buffer_pool_mb=settings.buffer_pool_mb, read_only=True)
         except KeymemError as exc:
             typer.echo(f"  {path}: CANNOT OPEN")
             return [(str(exc), "see the message above")]
@@ -192,7 +192,8 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
             except RuntimeError:
                 applied = []
             available = migrations.available()
-            typer.echo(f"  {path}: opens cleanly, {human_bytes(store.size_bytes())}")
+            typer.echo(f"  {path}: opens cleanly, {human_bytes(store.size_bytes())} "
+                       f"(buffer pool {store.buffer_pool_mb} MiB)")
         finally:
             store.close()
     pending = [s for s in available if s not in applied and s != "000_migrations"]

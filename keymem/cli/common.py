@@ -123,7 +123,7 @@ class Target:
                 if not s.db_path.exists() and not self.write:
                     raise fail(f"there is no keymem store at {s.db_path} yet",
                                fix="store a memory first, or set KEYMEM_DATA_DIR to the data dir you mean")
-                store = Store(s.db_path, buffer_pool_mb=min(s.buffer_pool_mb, 256), read_only=not self.write)
+                store = Store(s.db_path, buffer_pool_mb=s.buffer_pool_mb, read_only=not self.write)
                 if self.write:
                     migrations.migrate(store)
                 self.local = StoreView(s, store)

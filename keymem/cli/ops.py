@@ -279,6 +279,7 @@ def snapshot(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     if dest.exists():
         for p in dest_dir.glob(SNAPSHOT_FILE + ".wal"):
             p.unlink()
+    _flush_access(graph)
     graph.store.copy_to(dest)
     return {"path": str(dest), "bytes": dest.stat().st_size}
 
@@ -319,7 +320,15 @@ def stats(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
 def export(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     from keymem.memory import io
 
+    _flush_access(graph)
     return {"lines": io.export_lines(graph.store, params.get("namespace"), graph.now())}
+
+
+def _flush_access(graph: Any) -> None:
+    """Write the coalesced read_memory accesses first, so the copy holds what the agent was shown."""
+    access = getattr(graph, "access", None)  # a store-only view has none
+    if access is not None:
+        access.flush()
 
 
 @daemon_method

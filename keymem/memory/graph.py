@@ -17,6 +17,7 @@ import numpy as np
 
 from keymem.errors import StoreError
 from keymem.memory import associative, navigate, recall, write
+from keymem.memory.access import AccessLog
 from keymem.memory.autokey import Autokey
 from keymem.memory.lexical import LexicalIndex, release_freed_memory
 from keymem.memory.mirror import GraphMirror
@@ -87,6 +88,7 @@ class MemoryGraph:
         self.mirror = GraphMirror(store, settings)
         self.neighbourhood: Neighbourhood = MirrorNeighbourhood(self.mirror)
         self.autokey = Autokey(self)
+        self.access = AccessLog(store)
 
     # -- opening -------------------------------------------------------------------
     @classmethod
@@ -306,6 +308,11 @@ class MemoryGraph:
         return {"keys": int(r["keys"]), "memories": int(r["memories"]), "links": int(r["links"])}
 
     def close(self) -> None:
+        try:
+            if not self.store.failed and not self.store.closed:
+                self.access.flush()  # a clean stop keeps every access the agent was shown
+        except Exception as exc:
+            log.warning("writing the pending accesses at close failed: %s", exc)
         self.store.close()
 
 

@@ -179,10 +179,13 @@ def store_digest(graph: MemoryGraph) -> dict[str, Any]:
     """Row counts per table and one sha256 over every node, edge and key vector.
 
     Two digests are equal exactly when nothing in the store changed (internal offsets are
-    left out). The reliability tests compare digests around refused calls.
+    left out). The reliability tests compare digests around refused calls. Coalesced
+    ``read_memory`` accesses are written first, so the digest covers what the agent was shown.
     """
     import hashlib
     import json
+
+    graph.access.flush()
 
     counts: Counter[str] = Counter()
     h = hashlib.sha256()

@@ -1,8 +1,9 @@
 """Deliberate navigation: read_key, read_memory, browse_keys.
 
-``read_key`` and ``browse_keys`` change nothing. ``read_memory`` records the access and,
-when the agent says which key it came through, strengthens only that edge (Hebbian:
-the path actually taken). It never touches depth, confirmation or freshness.
+``read_key`` and ``browse_keys`` change nothing. ``read_memory`` records the access (coalesced
+with other reads' unless it comes through a key, see ``memory/access.py``) and, when the agent
+says which key it came through, strengthens only that edge (Hebbian: the path actually taken).
+It never touches depth, confirmation or freshness.
 """
 
 from __future__ import annotations
@@ -154,9 +155,11 @@ def read_memory(graph: MemoryGraph, args: dict[str, Any]) -> MemoryView:
         via = validate.ident(via, "via_key_id", "k")
         if via not in dict(graph.mirror.memory_keys(m["id"])):
             raise NotFound(f"memory {m['id']} is not linked to key {via}")
-    with graph.store.write() as tx:
-        tx.run("memory/access", id=m["id"], now=now)
-        if via is not None:
+    if via is None:  # the access alone is coalesced with other reads' (memory/access.py)
+        graph.access.record(m["id"], now)
+    else:
+        with graph.store.write() as tx:
+            tx.run("memory/access", id=m["id"], now=now)
             rows = tx.run("link/get", key_id=via, memory_id=m["id"])
             if not rows:
                 raise NotFound(f"memory {m['id']} is not linked to key {via}")
@@ -164,7 +167,9 @@ def read_memory(graph: MemoryGraph, args: dict[str, Any]) -> MemoryView:
             tx.run("link/set", key_id=via, memory_id=m["id"], weight=weight)
             graph.mirror.touch(tx, memories=[m["id"]])
             graph.autokey.on_read(tx, via, m, now)
-    fresh = get_memory(graph, m["id"])
+    with graph.access.lock:
+        fresh = get_memory(graph, m["id"])
+        fresh["access_count"] += graph.access.pending(m["id"])
     return memory_view(graph, fresh, now)
 
 

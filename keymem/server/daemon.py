@@ -12,7 +12,8 @@ server, the prompt hook, the CLI) talks to this process instead of opening the s
 * Each connection gets a thread for its I/O; graph calls run on a small worker pool (the
   store serialises writes, reads run concurrently; a fixed pool keeps one Kuzu connection per
   worker). ``ping`` and ``counts`` are answered while the models load.
-* ``graph.sweep()`` runs when the store opens and every ``KEYMEM_CLEANUP_INTERVAL_MS``.
+* ``graph.sweep()`` runs when the store opens and every ``KEYMEM_CLEANUP_INTERVAL_MS``;
+  coalesced ``read_memory`` accesses are written within ``FLUSH_SECONDS`` (``memory/access.py``).
 * It exits on ``shutdown``, SIGTERM/SIGINT, after ``idle_exit`` seconds without clients, or
   shortly after the store or models failed to load (so a fixed configuration gets a new try).
 """
@@ -35,11 +36,14 @@ from concurrent.futures import CancelledError, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from keymem.errors import InvalidInput
 from keymem.server.host import GraphHost
 from keymem.server.protocol import (
+    BadLine,
     LineReader,
     ProtocolError,
     Unauthorized,
+    bad_unicode,
     encode,
     ensure_private_dir,
     error_payload,
@@ -114,6 +118,7 @@ class Daemon:
                     signal.signal(sig, lambda *_: self.stop.set())
             threading.Thread(target=self._accept_loop, name="keymem-accept", daemon=True).start()
             threading.Thread(target=self._sweep_loop, name="keymem-sweep", daemon=True).start()
+            threading.Thread(target=self._flush_loop, name="keymem-flush", daemon=True).start()
             self._watch()
         finally:
             self._cleanup(data_dir)
@@ -187,6 +192,19 @@ class Daemon:
             except Exception:
                 log.exception("periodic sweep failed")
 
+    def _flush_loop(self) -> None:
+        """Write coalesced read_memory accesses within FLUSH_SECONDS even when no more reads come."""
+        from keymem.memory.access import FLUSH_SECONDS
+
+        while not self.stop.wait(FLUSH_SECONDS / 2):
+            graph = self.host.graph
+            if graph is None or not graph.access.due():
+                continue
+            try:
+                self._pool.submit(graph.access.flush).result()
+            except Exception:
+                log.exception("writing the pending accesses failed")
+
     # -- connections -------------------------------------------------------------------
     def _accept_loop(self) -> None:
         assert self._listener is not None
@@ -216,7 +234,11 @@ class Daemon:
                 return
             reader = LineReader(conn)
             while not self.stop.is_set():
-                msg = reader.read()
+                try:
+                    msg = reader.read()
+                except BadLine as exc:  # answered, and the connection goes on with the next line
+                    conn.sendall(encode({"id": None, "ok": False, "error": error_payload(exc)}))
+                    continue
                 if msg is None:
                     return
                 response, close = self._handle(msg)
@@ -237,6 +259,14 @@ class Daemon:
 
     def _handle(self, msg: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         rid = msg.get("id")
+        bad = bad_unicode(msg)
+        if bad is not None:  # before anything reads a value: UTF-8 cannot carry it (Kuzu, the log, the reply)
+            where, what = bad
+            if where == "token" or where.startswith("token"):
+                return {"id": None, "ok": False, "error": error_payload(Unauthorized("wrong daemon token"))}, True
+            log.warning("refused a request whose %s is not valid Unicode", where)
+            error = InvalidInput(f"{where} contains {what}; send valid Unicode")
+            return {"id": None if bad_unicode(rid) else rid, "ok": False, "error": error_payload(error)}, False
         token = msg.get("token")
         if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self.token.encode()):
             log.warning("refused a request with a wrong token")

@@ -8,8 +8,11 @@ One request per line, one response line per request, in order, on each connectio
 
 ``json.dumps`` escapes newlines inside strings, so a line is always one message. The token
 (a random 256-bit hex string in ``daemon.token``, mode 0600) is checked on every request;
-a wrong one gets an ``Unauthorized`` error and the connection is closed. This module is
-imported by the prompt hook, so it must stay stdlib-only.
+a wrong one gets an ``Unauthorized`` error and the connection is closed. Every line gets an
+answer and the connection stays usable: a line that is not a JSON object gets a
+``ProtocolError`` with id null, and a request with a string that is not valid Unicode (a lone
+surrogate escape such as ``"\ud800"``, or bytes that are not UTF-8) an ``InvalidInput`` naming
+the field, with its id. This module is imported by the prompt hook, so it must stay stdlib-only.
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ class Unauthorized(KeymemError):
 
 class ProtocolError(KeymemError):
     """A malformed request or response line."""
+
+
+class BadLine(ProtocolError):
+    """One line that is not a JSON object; the stream is still in step, so the next line is read."""
 
 
 class InternalError(KeymemError):
@@ -83,7 +90,55 @@ def raise_error(err: Any) -> None:
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: JSON escapes still carry it, and the peer can say what is wrong
+        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+def _bad_char(text: str) -> str | None:
+    """The first character of ``text`` that UTF-8 cannot encode, described; None if there is none."""
+    for ch in text:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # decoding with surrogateescape turns a non-UTF-8 byte into one of these
+            return f"bytes that are not valid UTF-8 (0x{code - 0xDC00:02x}) or a lone surrogate \\u{code:04x}"
+        if 0xD800 <= code <= 0xDFFF:
+            return f"a lone surrogate \\u{code:04x} (half of a UTF-16 pair), which is not a Unicode character"
+    return None
+
+
+def bad_unicode(value: Any, path: str = "") -> tuple[str, str] | None:
+    """(field path, what is wrong) for the first string or object key that is not valid Unicode.
+
+    Paths name the field as sent, e.g. ``params.arguments.content`` or ``params.items[2].keys[0]``.
+    """
+    if isinstance(value, str):
+        bad = _bad_char(value)
+        return (path or "the message", bad) if bad else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            bad = _bad_char(key)
+            if bad:
+                return (f"a field name in {path or 'the message'}", bad)
+            found = bad_unicode(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = bad_unicode(item, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def parse_line(line: bytes) -> Any:
+    """A line's JSON value; bytes that are not UTF-8 are kept as surrogate escapes (see bad_unicode)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        text = line.decode("utf-8", "surrogateescape")
+    return json.loads(text)
 
 
 class LineReader:
@@ -94,18 +149,22 @@ class LineReader:
         self.buf = bytearray()
 
     def read(self) -> dict[str, Any] | None:
-        """The next message, or None at a clean end of stream."""
+        """The next message, or None at a clean end of stream.
+
+        Raises :class:`BadLine` for a line that is not a JSON object (the next read goes on with
+        the next line) and :class:`ProtocolError` for a message over the size limit.
+        """
         while True:
             nl = self.buf.find(b"\n")
             if nl >= 0:
                 line = bytes(self.buf[:nl])
                 del self.buf[: nl + 1]
                 try:
-                    msg = json.loads(line)
+                    msg = parse_line(line)
                 except ValueError as exc:
-                    raise ProtocolError(f"message is not JSON: {exc}") from None
+                    raise BadLine(f"message is not JSON: {exc}") from None
                 if not isinstance(msg, dict):
-                    raise ProtocolError("message is not a JSON object")
+                    raise BadLine("message is not a JSON object")
                 return msg
             if len(self.buf) > MAX_MESSAGE_BYTES:
                 raise ProtocolError(f"message larger than {MAX_MESSAGE_BYTES} bytes")

@@ -34,10 +34,11 @@ def serve() -> int:
     backend.start()  # spawn/connect (or open the store) while the SDK imports
 
     from keymem.server.tools import build_server
+    from keymem.server.transport import serve_stdio
 
     server = build_server(settings, backend, started=started)
     try:
-        server.run("stdio")
+        serve_stdio(server)  # the SDK's stdio transport, with an answer for every line
     except KeyboardInterrupt:
         pass
     finally:

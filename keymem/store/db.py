@@ -66,6 +66,23 @@ def _stamp() -> str:
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time() % 1:.3f}"[1:]
 
 
+PINNED_PER_WRITE = 64 * 1024  # pool bytes one small write transaction holds until a checkpoint, rounded up
+
+
+def pool_exhausted(exc: BaseException) -> bool:
+    """Kuzu's "Buffer manager exception: Unable to allocate memory! The buffer pool is full"."""
+    low = str(exc).lower()
+    return "buffer manager exception" in low or "buffer pool is full" in low
+
+
+def _pool_cap_mb() -> int:
+    """The largest pool an open may retry with: half the machine's memory (16 GiB if unknown)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2 // (1024 * 1024))
+    except (ValueError, OSError, AttributeError):
+        return 16 * 1024
+
+
 def explain_open_error(path: Path, exc: Exception) -> str:
     """A message that says what happened and what the user can do."""
     text = str(exc)
@@ -162,8 +179,6 @@ class Store:
     """The process's Kuzu database."""
 
     def __init__(self, path: Path, *, buffer_pool_mb: int = 512, read_only: bool = False) -> None:
-        import kuzu
-
         self.path = Path(path)
         self.read_only = read_only
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -174,15 +189,17 @@ class Store:
             if existing.is_file() and not read_only:
                 with contextlib.suppress(OSError):
                     os.chmod(existing, 0o600)
+        wal = self.path.with_name(self.path.name + ".wal")
+        replay = wal.is_file() and wal.stat().st_size > 0
         if not read_only:
             self._guard_wal()
-        try:
-            self.db = kuzu.Database(
-                str(self.path), buffer_pool_size=buffer_pool_mb * 1024 * 1024, read_only=read_only,
-                auto_checkpoint=False,  # checkpoints run from the Store, under the gate (see _maybe_checkpoint)
-            )
-        except Exception as exc:  # kuzu raises RuntimeError for lock/corruption
-            raise StoreError(explain_open_error(self.path, exc)) from exc
+        self.buffer_pool_mb = buffer_pool_mb  # the pool actually in use (see _open_database)
+        self.db = self._open_database(buffer_pool_mb, replay=replay)
+        # Checkpoint policy (see _maybe_checkpoint): writes since the last checkpoint, pool use, WAL size.
+        self.checkpoint_writes = max(16, self.buffer_pool_mb * 1024 * 1024 // (4 * PINNED_PER_WRITE))
+        self.pool_checkpoint_writes = max(4, self.checkpoint_writes // 16)
+        self._writes_since_checkpoint = 0
+        self.checkpoints = 0  # how many the store ran, for tests and stats
         self._gate = Gate()
         self._failed: str | None = None
         self._local = threading.local()
@@ -190,6 +207,61 @@ class Store:
         self._all_conns: list[Connection] = []
         self._conns_lock = threading.Lock()
         self._closed = False
+
+    def _open_database(self, pool_mb: int, *, replay: bool) -> Any:
+        """Open Kuzu; a store whose write-ahead log does not fit the pool is opened with a larger one.
+
+        Kuzu 0.11.3 keeps every committed update in buffer-pool memory until a checkpoint, and
+        replaying a WAL at open rebuilds all of it: a store saved with a full pool cannot open
+        with the same pool ("Buffer manager exception"). The open is then retried with twice the
+        pool (up to half the machine's memory) and logged; once open, the replayed log is
+        checkpointed and the store reopened with the configured pool. It never refuses to start
+        for lack of pool while memory remains.
+        """
+        import kuzu
+
+        pool, cap = pool_mb, max(pool_mb, _pool_cap_mb())
+        while True:
+            db = None
+            try:
+                db = kuzu.Database(
+                    str(self.path), buffer_pool_size=pool * 1024 * 1024, read_only=self.read_only,
+                    auto_checkpoint=False,  # checkpoints run from the Store, under the gate (see _maybe_checkpoint)
+                )
+                if replay and not self.read_only:  # the replay holds its updates in the pool until checkpointed
+                    conn = kuzu.Connection(db)
+                    try:
+                        conn.execute("CHECKPOINT")
+                    finally:
+                        conn.close()
+                break
+            except Exception as exc:  # kuzu raises RuntimeError for lock/corruption/pool
+                if db is not None:
+                    with contextlib.suppress(Exception):
+                        db.close()
+                if not pool_exhausted(exc) or pool >= cap:
+                    raise StoreError(explain_open_error(self.path, exc)) from exc
+                bigger = min(cap, pool * 2)
+                log.warning("the store %s does not open with a %d MiB buffer pool (%s); retrying with %d MiB",
+                            self.path, pool, exc, bigger)
+                pool = bigger
+        if pool == pool_mb:
+            return db
+        if not self.read_only:  # checkpointed: the configured pool is enough again
+            db.close()
+            try:
+                db = kuzu.Database(str(self.path), buffer_pool_size=pool_mb * 1024 * 1024, auto_checkpoint=False)
+                log.warning("the store %s needed a %d MiB buffer pool to replay its write-ahead log; it is "
+                            "checkpointed and open with the configured %d MiB (KEYMEM_BUFFER_POOL_MB)",
+                            self.path, pool, pool_mb)
+                return db
+            except Exception as exc:
+                log.warning("reopening %s with %d MiB failed (%s); keeping %d MiB", self.path, pool_mb, exc, pool)
+                db = kuzu.Database(str(self.path), buffer_pool_size=pool * 1024 * 1024, auto_checkpoint=False)
+        log.warning("the store %s is open with a %d MiB buffer pool instead of the configured %d MiB "
+                    "(KEYMEM_BUFFER_POOL_MB)", self.path, pool, pool_mb)
+        self.buffer_pool_mb = pool
+        return db
 
     def _guard_wal(self) -> None:
         """Keep the evidence before Kuzu replays a write-ahead log.
@@ -321,25 +393,70 @@ class Store:
     wal_checkpoint_bytes = 16 * 1024 * 1024
 
     def _maybe_checkpoint(self) -> None:
-        """Kuzu's own auto-checkpoint runs inside COMMIT and is starved by concurrent reads: do it here."""
-        try:
-            size = self.path.with_name(self.path.name + ".wal").stat().st_size
-        except OSError:
-            return
-        if size >= self.wal_checkpoint_bytes:
+        """Checkpoint after a commit, before the buffer pool fills (runs under the writer lock).
+
+        Kuzu 0.11.3 holds every committed update in buffer-pool memory until a checkpoint,
+        about 16 KiB per updated column per transaction however few rows it touched (measured:
+        a 64 MiB pool took 1,973 one-row two-column SETs, a 256 MiB pool ~7,700 ``read_memory``
+        calls). That exhausts the pool ("Buffer manager exception") long before the WAL grows
+        large, so the WAL size alone is the wrong signal. A checkpoint runs when any of:
+
+        * ``checkpoint_writes`` write transactions since the last one (a quarter of the pool at
+          ``PINNED_PER_WRITE`` each: 1,024 for 256 MiB);
+        * the pool is at least half used and ``pool_checkpoint_writes`` writes ran since the
+          last one (``CALL BM_INFO()`` counts cached pages too, so a pool full of cache cannot
+          tell them apart from held updates; this bounds the held part);
+        * the WAL passed ``wal_checkpoint_bytes`` (Kuzu's own auto-checkpoint runs inside
+          COMMIT and is starved by concurrent reads, so it is off).
+        """
+        self._writes_since_checkpoint += 1
+        n = self._writes_since_checkpoint
+        reason = ""
+        if n >= self.checkpoint_writes:
+            reason = f"{n} writes since the last checkpoint"
+        elif n >= self.pool_checkpoint_writes:
+            used, capacity = self.pool_usage()
+            if used * 2 >= capacity:
+                reason = f"buffer pool {used / capacity:.0%} used"
+        if not reason:
             try:
-                self.checkpoint()
-            except Exception as exc:
-                log.warning("checkpoint after a commit failed: %s", exc)
+                size = self.path.with_name(self.path.name + ".wal").stat().st_size
+            except OSError:
+                return
+            if size < self.wal_checkpoint_bytes:
+                return
+            reason = f"write-ahead log {size} bytes"
+        try:
+            self.checkpoint()
+            log.debug("checkpoint (%s)", reason)
+        except Exception as exc:
+            self._checkpoint_failed(exc, "after a commit")
+
+    def pool_usage(self) -> tuple[int, int]:
+        """(bytes in use, capacity) of Kuzu's buffer pool; in use includes evictable cached pages."""
+        row = self._conn().run("admin/buffer_pool", {})[0]
+        return int(row["used"]), int(row["capacity"])
+
+    def _checkpoint_failed(self, exc: Exception, when: str) -> None:
+        """A checkpoint that fails for lack of pool cannot free it: fail-stop, the next open recovers."""
+        if pool_exhausted(exc) and not self._failed:
+            self._failed = (
+                f"the Kuzu buffer pool ({self.buffer_pool_mb} MiB) is exhausted and a checkpoint could not free it "
+                f"({exc}); nothing acknowledged was lost. Restart keymem (the daemon exits and the next start "
+                "replays the log with a larger pool if it needs one)."
+            )
+            log.error("checkpoint %s failed: %s", when, self._failed)
+            return
+        log.warning("checkpoint %s failed: %s", when, exc)
 
     def _settle(self) -> None:
         """Checkpoint after a rollback: Kuzu 0.11.3 can otherwise refuse later updates of the rows
         the rolled-back transaction had SET ("write-write conflict") or crash."""
         try:
             with self._gate.exclusive():
-                self._conn().conn.execute("CHECKPOINT")
+                self._checkpoint_now(self._conn())
         except Exception as exc:
-            log.warning("checkpoint after a rollback failed: %s", exc)
+            self._checkpoint_failed(exc, "after a rollback")
 
     def _commit_failed(self, exc: Exception) -> StoreError:
         """A failed commit. An I/O failure leaves Kuzu's in-process state unusable: fail-stop."""
@@ -353,6 +470,10 @@ class Store:
             )
             return StoreError(self._failed)
         return StoreError(f"could not commit the write: {text}")
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def failed(self) -> str | None:
@@ -379,7 +500,13 @@ class Store:
     # -- files -------------------------------------------------------------------
     def checkpoint(self) -> None:
         with self.exclusive() as conn:
-            conn.conn.execute("CHECKPOINT")
+            self._checkpoint_now(conn)
+
+    def _checkpoint_now(self, conn: Connection) -> None:
+        """CHECKPOINT with the gate held exclusively; it frees the pool memory held by committed updates."""
+        conn.conn.execute("CHECKPOINT")
+        self._writes_since_checkpoint = 0
+        self.checkpoints += 1
 
     def copy_to(self, dest: Path) -> Path:
         """A consistent copy of the database file: checkpoint, then copy while holding the writer."""
@@ -387,7 +514,7 @@ class Store:
         dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with self.exclusive() as conn:
             try:
-                conn.conn.execute("CHECKPOINT")
+                self._checkpoint_now(conn)
             except RuntimeError as exc:
                 raise StoreError(f"could not checkpoint the store for a copy: {exc}") from exc
             tmp = dest.with_name(dest.name + ".part")

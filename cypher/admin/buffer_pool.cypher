@@ -1,0 +1,1 @@
+CALL BM_INFO() RETURN mem_usage AS used, mem_limit AS capacity
