@@ -64,7 +64,7 @@ def stats(
 def doctor(
     check: Annotated[bool, typer.Option("--check", help="Also run the store's invariant checker")] = False,
 ) -> None:
-    """Configuration (and where each value came from), model files, daemon, store and schema; exit 1 on a problem."""
+    """Version, configuration (and where each value came from), model files, daemon, store and schema; exit 1 on a problem."""
     from keymem.settings import VARS, SettingsError, load_settings
 
     problems: list[tuple[str, str]] = []
@@ -72,6 +72,9 @@ def doctor(
         settings = load_settings()
     except SettingsError as exc:
         raise fail(str(exc), fix="correct or unset that variable") from None
+    from keymem import __version__
+
+    typer.echo(f"keymem {__version__} (Python {sys.version.split()[0]})")
     typer.echo("configuration:")
     for name, var in VARS.items():
         value = getattr(settings, name)
@@ -88,8 +91,11 @@ def doctor(
     if info is None:
         typer.echo("  not running" + (" (KEYMEM_DAEMON=off)" if settings.daemon == "off" else ""))
     else:
-        typer.echo(f"  pid {info.get('pid')}, state {info.get('state')}, {info.get('clients')} client(s), "
-                   f"embedding {info.get('embedding')}")
+        typer.echo(f"  pid {info.get('pid')}, keymem {info.get('version')}, state {info.get('state')}, "
+                   f"{info.get('clients')} client(s), embedding {info.get('embedding')}")
+        if info.get("version") != __version__:
+            problems.append((f"the daemon runs keymem {info.get('version')}, this command is keymem {__version__}",
+                             "run `keymem daemon --stop`; the next client starts this version"))
         if info.get("state") == "failed":
             problems.append((f"the daemon could not open the store or models: {info.get('error')}",
                              f"fix the cause, then `keymem daemon --stop`; see {settings.log_path}"))

@@ -11,9 +11,33 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+
+def _flags_show_no_type() -> None:
+    """Typer's rich help prints a value type after flags (``--help <bool>``); a flag takes no value.
+
+    Typer's plain-text help already leaves it out for flags and counters; this makes the rich
+    help (the one users see) do the same. Typer versions without the method need nothing.
+    """
+    from typer.core import TyperOption
+
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "keymem_flags", False):
+        return
+
+    def display_type_rich(self: Any, ctx: Any) -> Any:
+        if self.is_flag or self.count:
+            return None
+        return shown(self, ctx)
+
+    display_type_rich.keymem_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_show_no_type()
 
 app = typer.Typer(
     name="keymem",
@@ -24,8 +48,20 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from keymem import __version__
+
+        typer.echo(f"keymem {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root(ctx: typer.Context) -> None:
+def _root(
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit", is_eager=True,
+                                          callback=_print_version)] = False,
+) -> None:
     """Associative memory for LLM agents. Without a subcommand: the MCP stdio server."""
     if ctx.invoked_subcommand is None:
         raise typer.Exit(_serve())

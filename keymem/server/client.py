@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from keymem import __version__
+import keymem
 from keymem.server.protocol import (
     PROTOCOL_VERSION,
     DaemonUnavailable,
@@ -311,8 +311,9 @@ def _is_daemon(pid: int) -> bool:
 def compatibility_warnings(info: dict[str, Any], settings: Settings) -> list[str]:
     """Differences between this client and the daemon it reached (logged, not fatal)."""
     out = []
-    if info.get("version") != __version__ or info.get("protocol") != PROTOCOL_VERSION:
-        out.append(f"the daemon runs keymem {info.get('version')} (this client is {__version__}); "
+    mine_version = keymem.__version__  # looked up here, not at import: the hook imports this module
+    if info.get("version") != mine_version or info.get("protocol") != PROTOCOL_VERSION:
+        out.append(f"the daemon runs keymem {info.get('version')} (this client is {mine_version}); "
                    "run `keymem daemon --stop` to restart it with this version")
     mine = f"{settings.backend}:{settings.local_embedding_model if settings.backend == 'local' else settings.openai_embedding_model}"
     if info.get("embedding") and info.get("embedding") != mine:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from keymem.store import migrations
-from tests.cli.conftest import cli_env, run_cli
+from tests.cli.conftest import KEYMEM, cli_env, run_cli
 
 HEAVY = ("kuzu", "numpy", "onnxruntime", "tokenizers", "huggingface_hub", "bm25s", "kiwipiepy", "mcp")
 COMMANDS = [[], ["cypher"], ["stats"], ["doctor"], ["export"], ["import"], ["snapshot"], ["viz"],
@@ -35,6 +35,28 @@ def test_help_is_fast_everywhere() -> None:
     assert out.returncode == 0, out.stderr
     assert "HEAVY []" in out.stdout
     assert "Cypher console" in out.stdout and "--namespace" in out.stdout
+    # flags read as flags: Typer's rich help would print "--help <bool>", "--json <bool>"
+    assert "--json" in out.stdout and "--version" in out.stdout and "<bool>" not in out.stdout
+    assert "<int range>" in out.stdout  # options that take a value still show its type
+
+
+def test_version_is_the_package_metadata_and_loads_nothing_heavy() -> None:
+    from importlib.metadata import version
+
+    code = (
+        "import sys\n"
+        "from keymem.cli.main import app\n"
+        "try:\n"
+        "    app(['--version'], prog_name='keymem')\n"
+        "except SystemExit as e:\n"
+        "    assert e.code in (0, None), e.code\n"
+        f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"keymem {version('keymem')}", "HEAVY []"]
+    real = subprocess.run([*KEYMEM, "--version"], capture_output=True, text=True, timeout=60)
+    assert real.returncode == 0 and real.stdout == f"keymem {version('keymem')}\n", real.stderr
 
 
 def test_docs_cli_md_is_up_to_date() -> None:
@@ -115,6 +137,9 @@ def test_doctor_reports_config_sources_and_problems(store_env: dict[str, Any], t
     env = store_env["env"]
     out = run_cli(["doctor"], env)
     assert out.returncode == 0, out.stdout + out.stderr
+    from importlib.metadata import version
+
+    assert out.stdout.startswith(f"keymem {version('keymem')} (Python ")
     assert "KEYMEM_DATA_DIR" in out.stdout and "(env KEYMEM_DATA_DIR)" in out.stdout
     latest = migrations.available()[-1]
     assert "(default)" in out.stdout and "opens cleanly" in out.stdout and f"schema: {latest} (up to date)" in out.stdout

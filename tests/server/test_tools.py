@@ -170,3 +170,14 @@ def test_the_stdio_start_path_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_server_info_carries_the_package_version(fake: FakeBackend) -> None:
+    from importlib.metadata import version
+
+    async def main() -> None:
+        async with Client(server(fake), mode="legacy") as c:
+            assert c.server_info is not None
+            assert c.server_info.name == "keymem" and c.server_info.version == version("keymem")
+
+    run(main())
