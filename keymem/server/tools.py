@@ -3,6 +3,8 @@
 Thin by design: pydantic argument models give agents types, bounds and descriptions; the
 call goes to a backend (daemon or in-process graph) whose domain re-validates everything;
 a :class:`~keymem.errors.KeymemError` becomes an ``isError`` result carrying its message.
+Arguments that fail the model, and arguments the tool does not have, are refused with one
+line naming the argument, what was wrong and what is allowed (:mod:`keymem.server.arguments`).
 Results are the domain's view models: ``structuredContent`` plus the same JSON as text.
 
 No ``from __future__ import annotations`` here: the tools are closures over the settings
@@ -17,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from keymem import __version__
 from keymem.errors import KeymemError
@@ -32,6 +34,7 @@ from keymem.memory.views import (
     RecallResult,
     RememberResult,
 )
+from keymem.server import arguments as keymem_arguments
 from keymem.server import provenance, texts
 from keymem.server.backends import Backend
 from keymem.server.protocol import DaemonUnavailable
@@ -63,6 +66,28 @@ Related = Annotated[
     list[str] | None,
     Field(max_length=32, description="Ids of existing memories in the same namespace this one relates to"),
 ]
+
+
+class KeymemTool(Tool):
+    """A tool whose argument errors read as one line (see :mod:`keymem.server.arguments`)."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        unknown = keymem_arguments.unknown_arguments(arguments, self.parameters)
+        if unknown:
+            found = list(unknown)
+            try:
+                self.fn_metadata.validate_arguments(arguments)
+            except ValidationError as exc:
+                found += keymem_arguments.problems(exc, arguments, self.parameters)
+            raise ToolError(keymem_arguments.join(self.name, found))
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError) or exc.__class__ is not ToolError:
+                raise
+            # from the ValidationError: the SDK logs the rejected field names (never the values)
+            raise ToolError(keymem_arguments.describe(self.name, cause, arguments, self.parameters)) from cause
 
 
 def _keys(settings: Settings, required: bool) -> Any:
@@ -109,7 +134,8 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
 
     def tool(annotations: ToolAnnotations) -> Any:
         def register(fn: Any) -> Any:
-            t = Tool.from_function(fn, annotations=annotations)
+            t = KeymemTool.from_function(fn, annotations=annotations)
+            t.parameters["additionalProperties"] = False  # unknown arguments are refused (KeymemTool.run)
             if t.fn_metadata.output_schema is not None:  # read live by the SDK (documented)
                 t.fn_metadata.output_schema = inline_refs(t.fn_metadata.output_schema)
             tools.append(t)

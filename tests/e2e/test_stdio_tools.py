@@ -79,7 +79,7 @@ def test_every_tool_happy_and_error_paths(km: Keymem, tmp_path: Path) -> None:
             assert "items" in await s.err("remember_batch", {"items": []})
             assert "related_to" in await s.err("remember_batch", {"items": [
                 {"content": "ok fact", "keys": ["ok"]}, {"content": "bad fact", "keys": ["k"], "related_to": ["m_00000000"]}]})
-            assert "items.1.content" in await s.err("remember_batch", {"items": [{"content": "a b", "keys": ["a"]}, {"content": ""}]})
+            assert "'items[1].content'" in await s.err("remember_batch", {"items": [{"content": "a b", "keys": ["a"]}, {"content": ""}]})
             again = await s.ok("remember", {"content": "ok fact", "keys": ["ok"]})  # the refused batch wrote nothing
             assert not again["duplicate"]
             await s.ok("forget", {"memory_id": again["memory_id"]})
@@ -169,5 +169,34 @@ def test_daemon_off_runs_in_process(km: Keymem) -> None:
             rec = await s.ok("recall", {"query": "stdio"})
             assert rec["memory"]["memory_id"] == r["memory_id"]
         assert not (km.data_dir / "daemon.sock").exists()
+
+    asyncio.run(main())
+
+
+def test_bad_arguments_get_one_actionable_line_and_the_version_is_served(km: Keymem) -> None:
+    """Over a real stdio session: serverInfo.version, and argument errors as one line each."""
+    from importlib.metadata import version
+
+    env = {**km.env, "KEYMEM_DAEMON": "off"}  # refused before any backend: no daemon needed
+
+    async def main() -> None:
+        async with Client(params(env), mode="legacy") as c:
+            assert c.server_info is not None and c.server_info.version == version("keymem")
+            s = Session(c)
+            cases = [
+                ("recall", {"query": ""},  # empty string
+                 "recall: argument 'query' must be a string of 1 to 4000 characters (got an empty string)"),
+                ("read_key", {"key_id": ["k_1"]},  # wrong type
+                 "read_key: argument 'key_id' must be a string (got a list of 1 item)"),
+                ("browse_keys", {"limit": 0},  # out of range
+                 "browse_keys: argument 'limit' must be an integer from 1 to 500 (got 0)"),
+                ("confirm_memory", {"memory_id": "m_0123456789"},  # missing required argument
+                 "confirm_memory: missing required argument 'evidence' (a string of 1 to 4000 characters)"),
+                ("read_memory", {"memory_id": "m_0123456789", "via_key": "k_1"},  # unknown argument
+                 "read_memory: unknown argument 'via_key' (did you mean 'via_key_id'?); the arguments are "
+                 "memory_id, via_key_id, namespace"),
+            ]
+            for tool, args, expected in cases:
+                assert await s.err(tool, args) == expected
 
     asyncio.run(main())

@@ -172,6 +172,73 @@ def test_the_stdio_start_path_imports_nothing_heavy() -> None:
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+BAD_CALLS = [
+    # an empty string, a wrong type, out-of-range numbers, a missing argument, an unknown one
+    ("recall", {"query": ""},
+     "recall: argument 'query' must be a string of 1 to 4000 characters (got an empty string)"),
+    ("recall", {"query": 5}, "recall: argument 'query' must be a string of 1 to 4000 characters (got 5)"),
+    ("recall", {"query": "x", "top_k": 500}, "recall: argument 'top_k' must be an integer from 1 to 50 (got 500)"),
+    ("recall", {"query": "x", "top_k": "many"},
+     "recall: argument 'top_k' must be an integer from 1 to 50 (got \"many\")"),
+    ("recall", {}, "recall: missing required argument 'query' (a string of 1 to 4000 characters)"),
+    ("recall", {"query": "x", "querry": "y"},
+     "recall: unknown argument 'querry' (did you mean 'query'?); the arguments are query, top_k, namespace, "
+     "context, explain"),
+    ("browse_keys", {"hubs_only": "maybe"}, "browse_keys: argument 'hubs_only' must be true or false (got \"maybe\")"),
+    ("read_key", {"key_id": "k_1", "offset": -1},
+     "read_key: argument 'offset' must be an integer from 0 to 1000000 (got -1)"),
+    ("read_memory", {"memory_id": None}, "read_memory: argument 'memory_id' must be a string (got null)"),
+    ("remember", {"content": "x", "keys": "python"},
+     "remember: argument 'keys' must be a list of 1 to 32 items, each a string of 1 to 200 characters "
+     "(got \"python\")"),
+    ("remember", {"content": "x", "keys": ["ok", ""]},
+     "remember: argument 'keys[1]' must be a string of 1 to 200 characters (got an empty string)"),
+    ("remember", {"content": "x", "keys": ["k"], "ttl_seconds": 0},
+     "remember: argument 'ttl_seconds' must be a number greater than 0 and at most 3153600000 (got 0)"),
+    ("remember", {"content": "x", "keys": ["k"], "decay_profile": "forever"},
+     "remember: argument 'decay_profile' must be one of \"transient\", \"standard\", \"stable\", \"permanent\" "
+     "(got \"forever\")"),
+    # a union (list or map): the branch the agent meant, not both
+    ("remember", {"content": "x", "keys": ["k"], "key_types": ["nam"]},
+     "remember: argument 'key_types[0]' must be one of \"concept\", \"name\", \"proper_noun\" (got \"nam\")"),
+    ("remember", {"content": "x", "keys": ["Guido"], "key_types": {"Guido": "person"}},
+     "remember: argument 'key_types[\"Guido\"]' must be one of \"concept\", \"name\", \"proper_noun\" "
+     "(got \"person\")"),
+    ("remember", {"content": "x" * 70, "keys": ["k"], "namespace": 7, "color": "red"},
+     "remember: unknown argument 'color'; the arguments are content, keys, key_types, namespace, ttl_seconds, "
+     "decay_profile, related_to; argument 'namespace' must be a string (got 7)"),
+    ("remember_batch", {"items": [{"content": "a b", "keys": ["a"]}, {"content": ""}]},
+     "remember_batch: argument 'items[1].content' must be a string of 1 to 100000 characters (got an empty "
+     "string); missing required argument 'items[1].keys' (a list of 1 to 32 items, each a string of 1 to 200 "
+     "characters)"),
+    ("remember_batch", {"items": [{"content": "a b", "keys": ["a"], "ttl": 5}]},
+     "remember_batch: 'items[0]' has an unknown field 'ttl'; its fields are content, keys, key_types, namespace, "
+     "ttl_seconds, decay_profile, related_to"),
+]
+
+
+def test_argument_errors_are_one_line_an_agent_can_act_on(fake: FakeBackend) -> None:
+    got: list[str] = []
+
+    async def main() -> None:
+        async with Client(server(fake)) as c:
+            for tool, args, _expected in BAD_CALLS:
+                r = await c.call_tool(tool, args)
+                assert r.is_error, (tool, args)
+                got.append(r.content[0].text)  # type: ignore[union-attr]
+
+    run(main())
+    assert fake.calls == []  # refused before the backend
+    for (tool, args, expected), text in zip(BAD_CALLS, got, strict=True):
+        assert text == expected, (tool, args)
+        assert "\n" not in text and "pydantic" not in text
+
+
+def test_input_schemas_say_unknown_arguments_are_refused(fake: FakeBackend) -> None:
+    for t in run(server(fake).list_tools()):
+        assert t.input_schema.get("additionalProperties") is False, t.name
+
+
 def test_server_info_carries_the_package_version(fake: FakeBackend) -> None:
     from importlib.metadata import version
 
