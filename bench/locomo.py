@@ -225,7 +225,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sources = [s for s in args.sources.split(",") if s != "agent" or keys_dir]
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     tokens: dict[str, list[int]] = defaultdict(list)
-    tool_top1: dict[str, list[float]] = defaultdict(list)
+    tool_top1: dict[str, list[tuple[str, float]]] = defaultdict(list)
     t_build = t_query = 0.0
     n_skipped = 0
     timings: dict[str, list[float]] = defaultdict(list)
@@ -291,7 +291,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     tokens[f"{source}/tool_memory"].append(ntok(tool.memory.content) if tool.memory else 0)
                     tokens[f"{source}/tool_result"].append(ntok(json.dumps(tool.dump(), ensure_ascii=False)))
                     if cat in CATEGORIES:
-                        tool_top1[source].append(1.0 if any(d in ev for d in hit_ids) else 0.0)
+                        tool_top1[source].append((conv["name"], 1.0 if any(d in ev for d in hit_ids) else 0.0))
                 t_query += time.perf_counter() - t1
                 graph.close()
             print(f"{conv['name']} [{source}]: {len(turns)} turns, build {build:.1f}s, {len(questions)} questions",
@@ -310,13 +310,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "reranker": str(args.rerank) if args.rerank else None,
         "reinforce": False,
         "conditions": {name: aggregate(rows[name], metrics) for name in conditions},
-        "mcp_recall_tool": {s: {"top1_is_evidence": round(float(np.mean(v)), 4) if v else None}
+        "mcp_recall_tool": {s: {"top1_is_evidence": round(float(np.mean([x for _, x in v])), 4) if v else None}
                             for s, v in tool_top1.items()},
         "tokens": {"counter": "MiniLM WordPiece tokens (tokenizers), no special tokens"}
         | {k: round(float(np.mean(v)), 1) for k, v in sorted(tokens.items())},
         "latency_ms_p50": {k: round(_common.pct(v, 0.5) * 1000, 2) for k, v in timings.items()},
         "seconds": {"build": round(t_build, 1), "queries": round(t_query, 1)},
     }
+    if args.dev:
+        dev = {f"conv-{c.strip().removeprefix('conv-')}" for c in args.dev.split(",") if c.strip()}
+        out["groups"] = {}
+        for group, keep in (("dev", lambda c: c in dev), ("held-out", lambda c: c not in dev)):
+            conds = {name: aggregate([r for r in rows[name] if keep(r["conversation"])], metrics)
+                     for name in conditions}
+            top1 = {s: [x for c, x in v if keep(c)] for s, v in tool_top1.items()}
+            out["groups"][group] = {"conditions": conds,
+                                    "mcp_recall_tool": {s: round(float(np.mean(v)), 4) if v else None
+                                                        for s, v in top1.items()}}
     if args.dump:
         Path(args.dump).write_text(json.dumps({k: v for k, v in rows.items()}, ensure_ascii=False, indent=1))
     return out
@@ -346,6 +356,14 @@ def print_table(res: dict[str, Any]) -> None:
         print(f"MCP recall tool [{source}], top-1 memory is evidence: {v['top1_is_evidence']}")
     print(f"tokens in context: {res['tokens']}")
     print(f"latency p50 ms: {res['latency_ms_p50']}; seconds: {res['seconds']}")
+    for group, g in res.get("groups", {}).items():
+        print(f"[{group}] condition: recall@10 overall / cat1 / cat2 / cat3 / cat4 (n cat1-4)")
+        for name, c in g["conditions"].items():
+            if c["n"]:
+                cats = " / ".join("-" if c["by_category"][k]["recall@10"] is None
+                                  else f"{c['by_category'][k]['recall@10']:.3f}" for k in CATEGORIES)
+                print(f"[{group}] {name:>16}: {c['recall@10']:.3f} | {cats} (n {c['n']})")
+        print(f"[{group}] MCP recall tool top-1 is evidence: {g['mcp_recall_tool']}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -362,6 +380,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-keys", type=int, default=6, help="suggested keys per turn (speaker included)")
     p.add_argument("--threads", type=int, default=1, help="ONNX intra-op threads (keymem's default on 2 cores)")
     p.add_argument("--dump", default=None, help="write per-question rankings here (analysis)")
+    p.add_argument("--dev", default=None,
+                   help="conversations tuned on (e.g. 26,30,41): also report them and the rest apart")
     args = p.parse_args(argv)
     import logging
 

@@ -46,6 +46,7 @@ DECAY_FACTOR = 0.98
 SEED_MEMORIES = 5  # direct candidates that seed the walk
 BEAM = 20  # memories expanded further at each later hop
 RESTART = 0.5  # hop h keeps (1 - RESTART)**h of the activation it moves
+KEY_SIZE_DAMPING = 1.0  # a key of n memories passes (1/n)**this of what it received
 RELATED_SHARE = 1.0  # weight of a RELATED_TO edge against a shared key
 ASSOC_WEIGHT = 0.4  # association's share of the score, relative to the best direct score
 NAMED_BOOST = 0.3  # fused-score bonus for candidates linked to a hub key the query names
@@ -200,8 +201,10 @@ def _associate(graph: MemoryGraph, cands: dict[str, Candidate], hops: int, now: 
     Seeds: the best ``SEED_MEMORIES`` direct candidates, with mass in proportion to their score
     (seeding the routed keys instead, HippoRAG-style, measured worse: docs/BENCHMARKS.md).
     Each hop, a memory passes its activation to its walkable keys in proportion to link weight,
-    and a key splits what it got among its other visible memories (so a specific key shared by
-    two memories is a strong association, a key of fifty a weak one); RELATED_TO edges pass
+    and a key of ``n`` visible memories passes ``(1/n)**KEY_SIZE_DAMPING`` of what it got, split
+    among its other memories by link weight (a specific key shared by two memories is a strong
+    association, a key of fifty almost none: with keys that are not chosen with care, as
+    suggested keys, the broad ones connect unrelated turns); RELATED_TO edges pass
     ``RELATED_SHARE``. Hop ``h`` keeps ``(1 - RESTART)**h`` of what it moved (the restart).
     The result is each reached memory's association mass, normalised so the largest is 1; a
     memory does not count its own activation coming back to it.
@@ -232,9 +235,10 @@ def _associate(graph: MemoryGraph, cands: dict[str, Candidate], hops: int, now: 
                 continue
             src = contrib.get(k, {})
             total = sum(src.values())
+            damp = (1.0 / len(mems)) ** KEY_SIZE_DAMPING
             wsum = sum(w for _, w in mems)
             for m2, w in mems:
-                a = total - src.get(m2, 0.0)  # not one's own activation coming back
+                a = (total - src.get(m2, 0.0)) * damp  # not one's own activation coming back
                 if a > 0:
                     share = a * w / wsum
                     reached[m2] += share
