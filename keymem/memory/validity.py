@@ -1,7 +1,9 @@
 """Freshness, status and depth: how much a memory can be trusted now.
 
 Freshness halves every half-life of the memory's decay profile, counted from
-``last_confirmed_at``; only ``confirm_memory`` moves that clock, never a read.
+``last_confirmed_at``; only ``confirm_memory`` moves that clock, never a read. The status
+follows freshness (fresh, aging, stale), except for a version that ``correct`` replaced:
+whatever its freshness, it is ``superseded`` (``superseded_by`` names the current version).
 """
 
 from __future__ import annotations
@@ -61,11 +63,16 @@ def depth_boost(depth: np.ndarray) -> np.ndarray:
     return 1.0 + 0.25 * np.clip(depth, 0.0, 1.0)
 
 
+def is_superseded(row: dict[str, Any]) -> bool:
+    """A replaced version (``correct`` deactivates the old one); rows without the fields are current."""
+    return row.get("active", True) is False or bool(row.get("superseded_by"))
+
+
 def validity(row: dict[str, Any], settings: Settings, now: float) -> Validity:
     profile = row["decay_profile"]
     confirmed = row["last_confirmed_at"]
     fresh = freshness(confirmed, now, settings.half_life_days(profile))
-    st = status(fresh)
+    st = "superseded" if is_superseded(row) else status(fresh)
     return Validity(
         freshness=round(fresh, 4),
         status=st,  # type: ignore[arg-type]
@@ -74,7 +81,7 @@ def validity(row: dict[str, Any], settings: Settings, now: float) -> Validity:
         confirmation_count=int(row["confirmation_count"]),
         decay_profile=profile,
         verification_recommended=st != "fresh",
-        verification_required=st == "stale",
+        verification_required=st in ("stale", "superseded"),
     )
 
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 KeyType = Literal["concept", "name", "proper_noun"]
 DecayProfile = Literal["transient", "standard", "stable", "permanent"]
-Status = Literal["fresh", "aging", "stale"]
+Status = Literal["fresh", "aging", "stale", "superseded"]
 
 
 class View(BaseModel):
@@ -20,13 +20,18 @@ class View(BaseModel):
 
 class Validity(View):
     freshness: float = Field(description="1.0 when just confirmed; halves every half-life of the decay profile")
-    status: Status
+    status: Status = Field(
+        description="fresh (freshness >= 0.5), aging (>= 0.125), stale (below); superseded: replaced by a "
+        "newer version (superseded_by), whatever its freshness"
+    )
     age_days: float = Field(description="Days since the memory was last confirmed (or stored)")
     last_confirmed_at: str = Field(description="ISO-8601 UTC")
     confirmation_count: int
     decay_profile: DecayProfile
-    verification_recommended: bool = Field(description="aging: qualify the fact before relying on it")
-    verification_required: bool = Field(description="stale: never assert it as current without checking")
+    verification_recommended: bool = Field(description="not fresh: qualify the fact before relying on it")
+    verification_required: bool = Field(
+        description="stale or superseded: never assert it as current without checking"
+    )
 
 
 class KeyRef(View):

@@ -15,8 +15,9 @@ PROTOCOL_RULES = (
     "If it did, call `remember` or `remember_batch` silently in the same turn with 3-6 diverse keys. "
     "A durable fact left unsaved is a bug.",
     "Use `correct` when existing information changes. Save nothing only when the turn revealed nothing durable.",
-    "Treat `read_memory` as retrieval, not confirmation. Use its `validity.status`: qualify `aging`, and never "
-    "assert `stale` as current without checking an external source or asking the user.",
+    "Treat `read_memory` as retrieval, not confirmation. Use its `validity.status`: qualify `aging`, never "
+    "assert `stale` as current without checking an external source or asking the user, and never assert "
+    "`superseded` (an old version: read its `superseded_by`).",
     "Call `confirm_memory` only after an explicit current user assertion, an authoritative current source, or "
     "direct observation — never merely because a read succeeded.",
     "Never mention memory lookup or saving to the user.",
@@ -74,5 +75,6 @@ def instructions(counts: dict[str, Any] | None, hook_installed: bool) -> str:
         f"keymem: associative long-term memory for this user. {size} {start} "
         "Save every durable fact (name, preference, decision, correction, project fact, goal) with `remember` "
         "or `remember_batch` and 3-6 diverse keys in the same turn; use `correct` when a fact changes. "
-        "Qualify `aging` memories, never assert `stale` ones as current, and never mention memory to the user."
+        "Qualify `aging` memories, never assert `stale` or `superseded` ones as current, and never mention memory "
+        "to the user."
     )

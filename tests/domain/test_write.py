@@ -110,6 +110,25 @@ def test_correct_versions_one_step(graph: MemoryGraph, clock) -> None:
     assert graph.read_memory(memory_id=b.memory_id).superseded_by == c.memory_id
 
 
+def test_a_superseded_version_says_so_in_its_validity(graph: MemoryGraph) -> None:
+    """Freshly corrected, the old version is as fresh as the new one; its status must not read "fresh"."""
+    a = graph.remember(content="the office is on floor 3", keys=["office", "floor"])
+    b = graph.correct(memory_id=a.memory_id, content="the office is on floor 5")
+    old = graph.read_memory(memory_id=a.memory_id)
+    assert not old.active and old.superseded_by == b.memory_id
+    assert old.validity.status == "superseded" and old.validity.freshness == 1.0
+    assert old.validity.verification_required and old.validity.verification_recommended
+    new = graph.read_memory(memory_id=b.memory_id)
+    assert new.validity.status == "fresh" and not new.validity.verification_required
+    with pytest.raises(InvalidInput, match="superseded by " + b.memory_id):
+        graph.confirm_memory(memory_id=a.memory_id, evidence="the user said floor 3")  # confirm the current one
+    # every search shows the current version only, so no other view carries the old status
+    previews = [m.validity.status for m in graph.read_key(key_id=new.keys[0].key_id).memories]
+    assert previews == ["fresh"]
+    rec = graph.recall(query="office floor")
+    assert rec.memory is not None and rec.memory.memory_id == b.memory_id and rec.memory.validity.status == "fresh"
+
+
 def test_forget_removes_memory_links_and_orphan_keys(graph: MemoryGraph) -> None:
     a = graph.remember(content="temp fact about zebras", keys=["zebra", "animal"])
     graph.remember(content="lions are animals", keys=["animal"])

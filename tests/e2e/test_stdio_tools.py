@@ -117,7 +117,8 @@ def test_every_tool_happy_and_error_paths(km: Keymem, tmp_path: Path) -> None:
             cor = await s.ok("correct", {"memory_id": mid, "content": "The user likes raspberries now"})
             assert cor["supersedes"] == mid and cor["memory_id"] != mid
             old = await s.ok("read_memory", {"memory_id": mid})
-            assert old["superseded_by"] == cor["memory_id"]
+            assert old["superseded_by"] == cor["memory_id"] and not old["active"]
+            assert old["validity"]["status"] == "superseded" and old["validity"]["verification_required"]
             assert "same as the current version" in await s.err(
                 "correct", {"memory_id": cor["memory_id"], "content": "The user likes raspberries now"})
 
