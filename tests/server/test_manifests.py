@@ -96,3 +96,12 @@ def test_docs_cover_every_client() -> None:
                    "claude_desktop_config.json", "UserPromptSubmit", "keymem daemon --status", "KEYMEM_DAEMON=off",
                    "[[hooks.UserPromptSubmit]]", "/plugin marketplace add"):
         assert needle in doc, needle
+
+
+def test_docs_describe_this_project_only() -> None:
+    """No user-facing document sends readers to another project's commands or calls keymem a replacement."""
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "plugin").rglob("*.md"))]
+    for doc in docs:
+        text = doc.read_text(encoding="utf-8")
+        for needle in ("original project", "the original's", "npx -y keymem", "keymem-shim"):
+            assert needle not in text, f"{doc.relative_to(ROOT)}: {needle!r}"
