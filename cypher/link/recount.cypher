@@ -1,6 +1,7 @@
-// Re-derive every key's count of lasting links (schema step 003) where it differs: after console writes.
-MATCH (k:Key)
-OPTIONAL MATCH (k)-[l:LINKS]->(m:Memory) WHERE m.active AND m.expires_at IS NULL
+// The count of lasting links (schema step 003) of the keys with internal offsets in [$lo, $hi),
+// from the links' copies (link/recopy runs first), where it differs.
+MATCH (k:Key) WHERE offset(id(k)) >= $lo AND offset(id(k)) < $hi
+OPTIONAL MATCH (k)-[l:LINKS]->(:Memory) WHERE l.m_active AND l.m_expires_at IS NULL
 WITH k, count(l) AS n
 WHERE k.lasting_links IS NULL OR k.lasting_links <> n
 SET k.lasting_links = n

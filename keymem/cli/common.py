@@ -61,9 +61,9 @@ class StoreView:
         """Nothing is cached over a directly opened store (a MemoryGraph re-reads its copies here);
         the links' copies of their ends, which the association walk reads, are re-derived."""
         if not self.store.read_only:
-            from keymem.store.walk import resync_link_copies
+            from keymem.store.walk import fill_walk_copies
 
-            resync_link_copies(self.store)
+            fill_walk_copies(self.store, force=True)
 
     def now(self) -> float:
         return time.time()

@@ -189,42 +189,42 @@ def cypher_expand(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
 
     from keymem.memory import associative, validate
     from keymem.memory.neighbourhood import CypherNeighbourhood
+    from keymem.store import walk
 
     start = params.get("id")
     if not isinstance(start, str) or not start.startswith(("m_", "k_")):
         raise InvalidInput("usage: :expand <memory id (m_...) or key id (k_...)> [hops]")
     hops = validate.count(params.get("hops"), "hops", default=2, lo=1, hi=EXPAND_MAX_HOPS)
     store = graph.store
+    if not walk.copies_ready(store):
+        raise InvalidInput("this store has not been through schema step 003 (the links' copies the walk reads); "
+                           "open it once with keymem (the daemon applies it) and try again")
     now = graph.now()
     started = time.perf_counter()
     rec = _Recorder(CypherNeighbourhood(store))
     rows: list[list[Any]] = []
-    try:
-        if start.startswith("k_"):
-            key = validate.ident(start, "key id", "k")
-            if not store.query("key/get", id=key):
-                raise NotFound(f"key {key} does not exist")
-            members = rec.key_members([key], now, associative.HUB_FANOUT).get(key, [])
-            if not members:
-                raise InvalidInput(f"key {key} has no visible memory, or more than {associative.HUB_FANOUT} "
-                                   "(a hub: the walk does not go through it)")
-            seeds = {mid: w for mid, w in members}
-            first, walk = 2, hops - 1
-        else:
-            mid = validate.ident(start, "memory id", "m")
-            rows_m = store.query("memory/get", id=mid)
-            m = rows_m[0]["m"] if rows_m else None
-            if m is None or not m["active"] or (m["expires_at"] is not None and m["expires_at"] <= now):
-                raise NotFound(f"memory {mid} does not exist or is not visible (superseded or expired)")
-            seeds = {mid: 1.0}
-            first, walk = 1, hops
-        found = associative.Association()
-        if walk:
-            cands = {mid: associative.Candidate(mid, score) for mid, score in seeds.items()}
-            found = associate(SimpleNamespace(neighbourhood=rec), cands, walk, now)
-    except RuntimeError as exc:  # a store written before schema step 003, opened read-only
-        raise InvalidInput(f"the store cannot be walked in Cypher ({exc}); open it once with keymem "
-                           "(the daemon applies the schema steps) and try again") from None
+    if start.startswith("k_"):
+        key = validate.ident(start, "key id", "k")
+        if not store.query("key/get", id=key):
+            raise NotFound(f"key {key} does not exist")
+        members = rec.key_members([key], now, associative.HUB_FANOUT).get(key, [])
+        if not members:
+            raise InvalidInput(f"key {key} has no visible memory, or more than {associative.HUB_FANOUT} "
+                               "(a hub: the walk does not go through it)")
+        seeds = {mid: w for mid, w in members}
+        first, walk_hops = 2, hops - 1
+    else:
+        mid = validate.ident(start, "memory id", "m")
+        rows_m = store.query("memory/get", id=mid)
+        m = rows_m[0]["m"] if rows_m else None
+        if m is None or not m["active"] or (m["expires_at"] is not None and m["expires_at"] <= now):
+            raise NotFound(f"memory {mid} does not exist or is not visible (superseded or expired)")
+        seeds = {mid: 1.0}
+        first, walk_hops = 1, hops
+    found = associative.Association()
+    if walk_hops:
+        cands = {mid: associative.Candidate(mid, score) for mid, score in seeds.items()}
+        found = associate(SimpleNamespace(neighbourhood=rec), cands, walk_hops, now)
     mass = {m: round(a, 4) for m, a in found.mass.items()}
     if start.startswith("k_"):
         rows.extend([1, "", None, start, mid, None, w, mass.get(mid)] for mid, w in members)

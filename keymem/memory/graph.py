@@ -39,7 +39,7 @@ from keymem.settings import Settings
 from keymem.store import migrations
 from keymem.store.db import Store
 from keymem.store.vectors import KeyVectors
-from keymem.store.walk import resync_link_copies
+from keymem.store.walk import fill_walk_copies
 
 if TYPE_CHECKING:
     from keymem.models.base import EmbeddingBackend, Reranker
@@ -86,6 +86,8 @@ class MemoryGraph:
         self.vectors = KeyVectors(store, embedder.dimension, index_min_keys=settings.vector_index_min_keys)
         self.lexical = LexicalIndex()
         self.mirror = GraphMirror(store, settings)
+        # The association walk reads the mirror: CypherNeighbourhood returns the same rows but costs
+        # more at 10k and 100k memories (docs/design.md, "Association neighbourhood: Cypher vs mirror").
         self.neighbourhood: Neighbourhood = MirrorNeighbourhood(self.mirror)
         self.autokey = Autokey(self)
         self.access = AccessLog(store)
@@ -218,7 +220,7 @@ class MemoryGraph:
         their ends, which the association walk reads, are re-derived first.
         """
         if not self.store.read_only:
-            resync_link_copies(self.store)
+            fill_walk_copies(self.store, force=True)
         self.vectors.load()
         self.lexical = LexicalIndex()  # calls already running keep searching the old one
         self._load_lexical()

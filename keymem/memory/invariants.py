@@ -7,9 +7,10 @@ load and after hostile input. Every statement lives in ``cypher/invariants/*.cyp
 What is checked:
 
 * no memory without keys (active or superseded); LINKS and RELATED_TO never cross
-  namespaces; link weights are finite and within [LINK_MIN, LINK_MAX]; each link's copies of
-  its ends (id, active flag, expiry; read by the association walk) equal the ends, and each
-  key's count of lasting links (to active memories without a TTL) is exact;
+  namespaces; link weights are finite and within [LINK_MIN, LINK_MAX]; what the association
+  walk reads in their place is exact: each link's copy of its memory's active flag and expiry,
+  each key's count of lasting links (to active memories without a TTL), and the
+  ``has_related`` flag of every memory with a RELATED_TO edge;
 * no pointer to a missing node: ``supersedes`` / ``superseded_by``, ``KeyName.key_id``,
   ``Alias.key_id`` (+ its ALIAS_OF edge), ``PendingAlias.key_id``, ``MemoryNorm.memory_id``.
   (Kuzu relationships cannot dangle: nodes are removed with DETACH DELETE. The pointers
@@ -55,8 +56,10 @@ def _ids(rows: list[dict[str, Any]], fmt: str) -> str:
 _CHECKS: list[tuple[str, dict[str, Any], str, str]] = [
     ("memory_without_keys", {}, "memories without keys", "{id}"),
     ("link_namespace", {}, "LINKS edges across namespaces", "{key_id}->{memory_id}"),
-    ("link_copies", {}, "LINKS edges whose copies of their ends differ from the ends", "{key_id}->{memory_id}"),
+    ("link_copies", {}, "LINKS edges whose copy of their memory's active flag or expiry is wrong",
+     "{key_id}->{memory_id}"),
     ("key_lasting", {}, "keys whose count of lasting links is wrong", "{id} ({stored} vs {n})"),
+    ("related_flag", {}, "memories with a RELATED_TO edge but no has_related flag", "{id}"),
     ("related_namespace", {}, "RELATED_TO edges across namespaces", "{src}->{dst}"),
     ("supersedes_missing", {}, "supersedes points to a missing memory", "{id}->{target}"),
     ("superseded_by_missing", {}, "superseded_by points to a missing memory", "{id}->{target}"),

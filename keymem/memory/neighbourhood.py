@@ -10,11 +10,12 @@ A key is *walkable* when it holds at most ``fanout`` visible memories: a broader
 speaker's name, "work") would hand every one of its memories the same thin share and swamp
 the walk. Visible means active (not superseded) and not expired at ``now``.
 
-``CypherNeighbourhood`` asks Kuzu (``store/walk.py``, ``cypher/neighbourhood/``): three small
-statements a hop over internal offsets. ``MirrorNeighbourhood`` reads the in-memory
-``GraphMirror``. Both return the same rows for the same store
-(``tests/domain/test_neighbourhood.py``); docs/design.md ("Association neighbourhood: Cypher vs
-mirror") gives what each costs.
+``CypherNeighbourhood`` asks Kuzu (``store/walk.py``, ``cypher/neighbourhood/``): two small
+statements a hop over internal offsets, a third when a frontier memory has RELATED_TO edges.
+``MirrorNeighbourhood`` reads the in-memory ``GraphMirror``; ``MemoryGraph`` walks it, being the
+faster of the two (docs/design.md, "Association neighbourhood: Cypher vs mirror"), and the
+console's ``:expand`` walks Cypher. Both return the same rows for the same store
+(``tests/domain/test_neighbourhood.py``).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class MirrorNeighbourhood:
     def key_members(self, key_ids: list[str], now: float, fanout: int) -> dict[str, list[Edge]]:
         out: dict[str, list[Edge]] = {}
         for key_id in key_ids:
-            if key_id in out:
+            if key_id in out or not 0 < self.mirror.memory_count(key_id, now) <= fanout:  # a count: no ids for hubs
                 continue
             ids, weights, _ = self.mirror.key_links(key_id, now)
             if 0 < len(ids) <= fanout:
@@ -83,27 +84,39 @@ class MirrorNeighbourhood:
 
 class CypherNeighbourhood:
     """``Neighbourhood`` as Cypher statements in Kuzu: per hop the frontier's links, those keys'
-    visible memories (hubs skipped by their lasting-link count) and the frontier's RELATED_TO."""
+    visible memories (hubs skipped by their lasting-link count) and, for the frontier memories
+    that ever had one, their RELATED_TO edges.
+
+    Ids are paired with Kuzu's internal offsets by ``store.walk.IdBook``: ``load()`` reads every
+    pair at once (what a long-lived graph does); without it, pairs are learned as they are met.
+    """
 
     def __init__(self, store: Store) -> None:
         self.reads = NeighbourhoodReads(store)
 
+    def load(self) -> None:
+        self.reads.load()
+
     def key_members(self, key_ids: list[str], now: float, fanout: int) -> dict[str, list[Edge]]:
         if not key_ids:
             return {}
-        found = self.reads.members(self.reads.key_offsets(key_ids), now, fanout)
-        return {k: sorted(edges) for k, edges in found.items()}
+        offsets = self.reads.keys.offsets(key_ids)
+        by_offset = {o: kid for kid, o in offsets.items()}
+        found = self.reads.members(list(by_offset), now, fanout)
+        return {by_offset[k]: sorted(edges) for k, edges in found.items() if edges}
 
     def step(self, frontier: list[str], now: float, fanout: int) -> Hop:
         hop = Hop()
         if not frontier:
             return hop
-        links, offsets = self.reads.links(frontier)
-        keys = {k_off: kid for edges in links.values() for kid, k_off, _ in edges}
-        hop.members = {k: sorted(edges) for k, edges in self.reads.members(keys, now, fanout).items()}
+        links, maybe_related = self.reads.links(frontier)
+        found = self.reads.members([k for edges in links.values() for k, _ in edges], now, fanout)
+        ids = self.reads.keys.ids(list(found))
+        key_id = {k: ids[k] for k, edges in found.items() if edges and k in ids}  # the walkable keys
+        hop.members = {key_id[k]: sorted(found[k]) for k in key_id}
         for mid in dict.fromkeys(frontier):
-            walkable = sorted((kid, w) for kid, _, w in links.get(mid, ()) if kid in hop.members)
+            walkable = sorted((key_id[k], w) for k, w in links.get(mid, ()) if k in key_id)
             if walkable:
                 hop.keys_of[mid] = walkable
-        hop.related = {mid: sorted(edges) for mid, edges in self.reads.related(offsets, now).items() if edges}
+        hop.related = {mid: sorted(edges) for mid, edges in self.reads.related(maybe_related, now).items() if edges}
         return hop

@@ -3,7 +3,8 @@
 Each step is a file ``cypher/schema/NNN_name.cypher``. The applied ones are rows of
 ``KeymemMigration``; a step runs in one transaction together with its record, so a crash
 leaves it either fully applied or not at all. A store that already holds data is backed
-up before any step runs.
+up before any step runs. Data too large for one transaction is filled after the steps, in
+pages that resume at the next open (``store/walk.py``, step 003's link copies).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 
-from keymem.store import cypher
+from keymem.store import cypher, walk
 from keymem.store.db import Store
 
 log = logging.getLogger("keymem.store")
@@ -36,9 +37,7 @@ def migrate(store: Store) -> list[str]:
             tx.raw(stmt)
     done = set(applied(store))
     todo = [s for s in steps if s not in done and s != "000_migrations"]
-    if not todo:
-        return []
-    if done - {"000_migrations"}:
+    if todo and done - {"000_migrations"}:
         store.backup("migrate-" + todo[0])
     for step in todo:
         with store.write() as tx:
@@ -46,4 +45,8 @@ def migrate(store: Store) -> list[str]:
                 tx.raw(stmt)
             tx.run("schema/record", name=step, at=time.time())
         log.info("applied schema step %s", step)
+    # Step 003's data, filled in pages (too large for one transaction); resumes if interrupted.
+    filled = walk.fill_walk_copies(store)
+    if filled:
+        log.info("filled the association walk's copies of %d links, memories and keys", filled)
     return todo

@@ -254,6 +254,10 @@ def test_expand_refuses_what_it_cannot_walk(graph: Any, populated: dict[str, str
         ops.cypher_expand(graph, {"id": populated["old"]})
     with pytest.raises(NotFound, match="does not exist"):
         ops.cypher_expand(graph, {"id": "k_00000000000000000000"})
+    graph.set_meta("walk_copies", "pending")  # schema step 003's fill not finished
+    with pytest.raises(InvalidInput, match="schema step 003"):
+        ops.cypher_expand(graph, {"id": populated["a"]})
+    graph.set_meta("walk_copies", "filled")
 
 
 def test_expand_in_the_console(store_env: dict[str, Any]) -> None:

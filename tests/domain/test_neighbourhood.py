@@ -10,15 +10,19 @@ import pytest
 from keymem.memory.graph import MemoryGraph
 from keymem.memory.invariants import check_invariants
 from keymem.memory.neighbourhood import CypherNeighbourhood, MirrorNeighbourhood
-from keymem.store import migrations
+from keymem.store import migrations, walk
 from tests.conftest import Clock
 
 FANOUTS = (1, 2, 3, 5, 50)
 
 
-def same(graph: MemoryGraph, frontiers: list[list[str]], key_sets: list[list[str]] = ()) -> int:  # type: ignore[assignment]
-    """Compare both implementations on every frontier and fan-out; return the rows compared."""
-    cy, mi = CypherNeighbourhood(graph.store), MirrorNeighbourhood(graph.mirror)
+def same(graph: MemoryGraph, frontiers: list[list[str]], key_sets: list[list[str]] = (),  # type: ignore[assignment]
+         cy: CypherNeighbourhood | None = None) -> int:
+    """Compare both implementations on every frontier and fan-out; return the rows compared.
+
+    ``cy`` defaults to a new CypherNeighbourhood, which learns ids and offsets as it meets them.
+    """
+    cy, mi = cy or CypherNeighbourhood(graph.store), MirrorNeighbourhood(graph.mirror)
     now = graph.now()
     rows = 0
     for fanout in FANOUTS:
@@ -111,6 +115,10 @@ def test_cypher_matches_the_mirror(graph: MemoryGraph, clock: Clock) -> None:
 
 def test_random_writes_keep_both_equal(graph: MemoryGraph, clock: Clock) -> None:
     rng = random.Random(11)
+    graph.remember(content="a first note about rivers", keys=["river"])
+    loaded = CypherNeighbourhood(graph.store)
+    loaded.load()  # every id/offset pair read now; later writes are learned as they are met
+    assert len(loaded.reads.memories) == 1 and len(loaded.reads.keys) == 1
     words = ["river", "bridge", "Seoul", "coffee", "train", "garden", "music", "winter"]
     live: list[str] = []
     namespace: dict[str, str] = {}
@@ -143,6 +151,7 @@ def test_random_writes_keep_both_equal(graph: MemoryGraph, clock: Clock) -> None
         if step % 15 == 14:
             mems, keys = ids(graph)
             same(graph, frontiers(mems, rng, live[:5]), [[k] for k in keys])
+            same(graph, frontiers(mems, rng, live[:5]), [[k] for k in keys], loaded)
     assert check_invariants(graph) == []
 
 
@@ -150,32 +159,73 @@ def test_random_writes_keep_both_equal(graph: MemoryGraph, clock: Clock) -> None
 def test_console_writes_are_resynced(graph: MemoryGraph) -> None:
     """Writes that bypass keymem (the console's write mode) leave the copies stale until the caches reload."""
     a = graph.remember(content="An orchard of apple trees", keys=["apple", "orchard"]).memory_id
-    graph.remember(content="An apple a day", keys=["apple"])
+    b = graph.remember(content="An apple a day", keys=["apple"]).memory_id
+    c = graph.remember(content="Pears ripen in autumn", keys=["pear"]).memory_id
     graph.store.raw("MATCH (m:Memory) WHERE m.id = $id SET m.expires_at = 1.0", {"id": a})
     graph.store.raw("MATCH (k:Key) SET k.lasting_links = 0")
+    graph.store.raw("MATCH (x:Memory), (y:Memory) WHERE x.id = $b AND y.id = $c "
+                    "CREATE (x)-[:RELATED_TO {weight: 1.0, created_at: 1.0}]->(y)", {"b": b, "c": c})
     problems = check_invariants(graph)
-    assert any("copies of their ends" in p for p in problems) and any("lasting links" in p for p in problems)
+    assert [w for w in ("active flag or expiry", "lasting links", "no has_related flag") if not any(w in p for p in problems)] == []
     graph.reload_caches()
     assert check_invariants(graph) == []
     mems, keys = ids(graph)
     same(graph, [[m] for m in mems] + [mems], [keys])
+    assert CypherNeighbourhood(graph.store).step([c], graph.now(), 50).related == {c: [(b, 1.0)]}
 
 
-def test_migration_fills_the_copies(graph: MemoryGraph, clock: Clock, settings, minilm_embedder) -> None:  # type: ignore[no-untyped-def]
+def test_migration_fills_the_copies(graph: MemoryGraph, clock: Clock, settings, minilm_embedder,  # type: ignore[no-untyped-def]
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A store written before schema step 003 gets the copies and counts of every existing link."""
     w = build(graph, clock)
     store = graph.store
+    monkeypatch.setattr(walk, "PAGE_LINKS", 7)  # several pages
+    monkeypatch.setattr(walk, "PAGE_KEYS", 5)
     with store.write() as tx:  # back to the store as step 002 left it
-        for stmt in ("ALTER TABLE LINKS DROP k_id", "ALTER TABLE LINKS DROP m_id", "ALTER TABLE LINKS DROP m_active",
+        for stmt in ("ALTER TABLE LINKS DROP m_active",
                      "ALTER TABLE LINKS DROP m_expires_at", "ALTER TABLE Key DROP lasting_links",
-                     "MATCH (m:KeymemMigration) WHERE m.name = '003_link_copies' DELETE m"):
+                     "ALTER TABLE Memory DROP has_related", "MATCH (m:Meta) WHERE m.name = 'walk_copies' DELETE m",
+                     "MATCH (m:KeymemMigration) WHERE m.name = '003_walk_copies' DELETE m"):
             tx.raw(stmt)
     graph.close()
     again = MemoryGraph.open(settings, embedder=minilm_embedder, reranker=None, clock=clock, progress=False)
     try:
-        assert "003_link_copies" in migrations.applied(again.store)
+        assert "003_walk_copies" in migrations.applied(again.store) and walk.copies_ready(again.store)
         assert check_invariants(again) == []
         mems, keys = ids(again)
         same(again, frontiers(mems, random.Random(2), [w["b"]]), [[k] for k in keys])
     finally:
         again.close()
+
+
+def test_kuzu_never_reuses_a_deleted_nodes_offset(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The IdBook (store/walk.py) keeps (offset, id) pairs of deleted nodes: Kuzu must not reuse offsets."""
+    import kuzu
+
+    db = kuzu.Database(str(tmp_path / "db"))
+    conn = kuzu.Connection(db)
+    conn.execute("CREATE NODE TABLE T(id STRING PRIMARY KEY)")
+
+    def pairs() -> dict[int, str]:
+        result = conn.execute("MATCH (t:T) RETURN offset(id(t)), t.id")
+        assert not isinstance(result, list)
+        return {o: i for o, i in result.get_all()}
+
+    conn.execute("UNWIND range(0, 2999) AS i CREATE (:T {id: 'a' + string(i)})")
+    seen = pairs()
+    conn.execute("MATCH (t:T) WHERE CAST(substring(t.id, 2, 10) AS INT64) % 3 = 0 DELETE t")
+    conn.execute("CHECKPOINT")
+    conn.execute("UNWIND range(0, 499) AS i CREATE (:T {id: 'b' + string(i)})")
+    conn.execute("MATCH (t:T) WHERE t.id STARTS WITH 'a' DELETE t")
+    conn.execute("CHECKPOINT")
+    db.close()
+    db = kuzu.Database(str(tmp_path / "db"))
+    conn = kuzu.Connection(db)
+    conn.execute("BEGIN TRANSACTION")
+    conn.execute("UNWIND range(0, 99) AS i CREATE (:T {id: 'r' + string(i)})")
+    conn.execute("ROLLBACK")
+    conn.execute("UNWIND range(0, 1999) AS i CREATE (:T {id: 'c' + string(i)})")
+    now = pairs()
+    assert len(now) == 2500
+    assert not [o for o, i in now.items() if o in seen and seen[o] != i]
+    db.close()

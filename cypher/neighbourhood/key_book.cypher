@@ -1,0 +1,2 @@
+// One page of (internal offset, id) of Key, by offset range (the IdBook's load).
+MATCH (k:Key) WHERE offset(id(k)) >= $lo AND offset(id(k)) < $hi RETURN offset(id(k)) AS offset, k.id AS id
