@@ -16,7 +16,8 @@ import numpy as np
 
 from keymem.errors import NotFound
 from keymem.memory import validate
-from keymem.memory.keys import key_views
+from keymem.memory.keys import key_views, keys_by_names, name_id
+from keymem.memory.tokenize import literal_tokens
 from keymem.memory.validity import depth_stage, iso, validity
 from keymem.memory.views import BrowseResult, KeyLinkRef, KeyMemory, MemoryView, ReadKeyResult
 from keymem.memory.write import LINK_MAX, LINK_MIN, get_memory
@@ -29,6 +30,7 @@ EXACT_LEXICAL = 2000
 FETCH_SINGLES = 24  # content of up to this many memories: one primary-key lookup each (~0.35 ms at 100k)
 LEXICAL_WINDOW = 1000
 HEBBIAN_STEP = 0.1
+NAMED_BONUS = 0.3  # read_key: on the capped-BM25 scale, for a memory of a name the query mentions
 
 
 def preview(content: str, limit: int = PREVIEW_CHARS) -> str:
@@ -60,9 +62,11 @@ def rank_in_key(graph: MemoryGraph, key_id: str, namespace: str, query: str | No
     """Every visible memory of a key, best first.
 
     Link weight, depth and freshness always count; with a query, capped lexical relevance
-    leads. Scoring is vectorised over one row of parallel lists, so a hub key with
-    thousands of memories costs milliseconds. For keys larger than ``EXACT_LEXICAL`` the
-    lexical part comes from the namespace's top BM25 hits instead of scoring each memory.
+    leads, plus ``NAMED_BONUS`` for memories linked to a name the query mentions (in the key
+    "painting", "What did Melanie paint?" puts Melanie's memories first). Scoring is vectorised
+    over one row of parallel lists, so a hub key with thousands of memories costs milliseconds.
+    For keys larger than ``EXACT_LEXICAL`` the lexical part comes from the namespace's top BM25
+    hits instead of scoring each memory.
     """
     ids, weights, slots = graph.mirror.key_links(key_id, now)
     if not ids:
@@ -77,10 +81,22 @@ def rank_in_key(graph: MemoryGraph, key_id: str, namespace: str, query: str | No
         else:
             lex = dict(graph.lexical.search(query, LEXICAL_WINDOW, namespace))
         raw = np.asarray([lex.get(i, 0.0) for i in ids], dtype=np.float64)
-        score = (0.25 + raw / (1.0 + raw)) * base
+        named = named_memories(graph, key_id, namespace, query, now)
+        bonus = np.asarray([NAMED_BONUS if i in named else 0.0 for i in ids], dtype=np.float64)
+        score = (0.25 + raw / (1.0 + raw) + bonus) * base
         kind = "content_relevance"
-    order = np.lexsort((-created, -score))
+    order = np.lexsort((np.asarray(ids), -created, -score))  # ties: newest, then by id (not by slot order)
     return [Ranked(ids[i], float(score[i]), float(weights[i]), kind) for i in order.tolist()]
+
+
+def named_memories(graph: MemoryGraph, key_id: str, namespace: str, query: str, now: float) -> set[str]:
+    """Memories linked to a name or proper noun the query mentions literally (other than ``key_id``)."""
+    names = keys_by_names(graph, graph.store.query, sorted(name_id(namespace, t) for t in literal_tokens(query)))
+    out: set[str] = set()
+    for k in names.values():
+        if k["key_type"] != "concept" and k["id"] != key_id:
+            out.update(graph.mirror.key_links(k["id"], now)[0])
+    return out
 
 
 def contents(graph: MemoryGraph, ids: list[str]) -> dict[str, str]:

@@ -1,4 +1,13 @@
-"""The MCP ``recall`` path: route a query to keys, preview one memory of the strongest key.
+"""The MCP ``recall`` path: route a query to keys, preview the one memory they match best.
+
+Keys are routed by the query's embedding (concept keys) and its literal words (names,
+aliases) and returned by routing score. The preview is chosen among the memories of the
+returned keys, as ``recall_direct`` would rank them without its graph walk: BM25 of the
+``context`` (or query) plus the evidence of the routed keys that lead to it, so a memory
+reached by several specific keys, or one the strongest key holds but a weaker key matches
+better, can be shown first. Keys with equal routing scores (several literal matches) are
+ordered by what reading them adds: the best lexical match among their memories other than
+the preview.
 
 The preview is passive: no access count, depth, edge, alias or freshness changes. Only one
 memory enters the agent's context; further hops are the agent's deliberate choice
@@ -14,10 +23,11 @@ import numpy as np
 from keymem.memory import validate
 from keymem.memory.keys import key_views, keys_by_names, name_id
 from keymem.memory.lexical import capped
-from keymem.memory.navigate import fetch, rank_in_key
+from keymem.memory.navigate import LEXICAL_WINDOW, fetch
 from keymem.memory.tokenize import literal_tokens
 from keymem.memory.validity import validity
-from keymem.memory.views import KeyRef, MemoryPreview, RecallResult
+from keymem.memory.views import KeyRef, KeyView, MemoryPreview, RecallResult
+from keymem.memory.write import LINK_INIT
 
 if TYPE_CHECKING:
     from keymem.memory.graph import MemoryGraph
@@ -25,6 +35,11 @@ if TYPE_CHECKING:
 LITERAL = "literal_match"
 COSINE = "key_cosine"
 LEXICAL = "content_relevance"
+# The preview's choice (see ``choose_preview``); values measured on LoCoMo, docs/BENCHMARKS.md.
+KEY_EVIDENCE_WEIGHT = 0.5  # routed-key evidence's share of the choice (max-normalised BM25 = 1)
+NAMED_BOOST = 0.3  # bonus for memories of a name the query mentions, when that name is a broad key
+NAMED_HUB = 50  # a literally matched name key with more memories than this is broad
+ALL_MEMORIES = 200  # a key with more memories offers only those the query matches lexically
 
 
 def route_keys(graph: MemoryGraph, query: str, qvec: np.ndarray, namespace: str, limit: int) -> dict[str, tuple[float, str]]:
@@ -78,36 +93,106 @@ def recall(graph: MemoryGraph, args: dict[str, Any]) -> RecallResult:
     memory = None
     if views:
         graph.autokey.note_route(query, qvec, [v.key_id for v in views])
-        memory = top_memory(graph, views[0].key_id, views[0].key, ns, context or query, now)
+        cands = Candidates(graph, views, context or query, ns, now)
+        chosen = choose_preview(graph, cands, context or query, now)
+        views = order_keys(views, cands, chosen[0] if chosen else None)
+        if chosen is not None:
+            memory = preview_view(graph, chosen, views, cands, now)
     result = RecallResult(keys=views, memory=memory)
     if explain:
         result.namespaces = {ns: len(views)}
     return result
 
 
-def top_memory(graph: MemoryGraph, key_id: str, key_text: str, namespace: str, text: str, now: float,
-               ) -> MemoryPreview | None:
-    """The best memory inside one key for the raw context: cross-encoder when loaded, else lexical."""
-    ranked = rank_in_key(graph, key_id, namespace, text, now)
+class Candidates:
+    """The memories of the returned keys, scored for the preview.
+
+    ``score`` per memory: ``bm25 / max bm25 + KEY_EVIDENCE_WEIGHT x evidence / max evidence``
+    (+ ``NAMED_BOOST``), times depth and freshness. A key's evidence for a memory is its
+    routing score x its specificity (IDF) x the link weight, summed over the returned keys
+    that lead to it: recall_direct's lexical + key-path fusion restricted to these keys. BM25
+    comes from one search of the namespace's top ``LEXICAL_WINDOW`` hits (exact wherever fewer
+    memories match; a memory ranked below the window counts 0), which costs less than scoring
+    each key's memories; keys with more than ``ALL_MEMORIES`` memories offer only those with a
+    lexical match.
+    """
+
+    def __init__(self, graph: MemoryGraph, views: list[KeyView], text: str, namespace: str, now: float) -> None:
+        links = {v.key_id: graph.mirror.key_links(v.key_id, now) for v in views}
+        self.members: dict[str, list[str]] = {k: ids for k, (ids, _, _) in links.items()}
+        self.lexical = dict(graph.lexical.search(text, LEXICAL_WINDOW, namespace))
+        evidence: dict[str, float] = {}
+        factor: dict[str, float] = {}
+        named: set[str] = set()
+        for v in views:
+            ids, weights, slots = links[v.key_id]
+            factors, _ = graph.mirror.slot_factors(slots, now)
+            share = (v.score or 0.0) * v.specificity / LINK_INIT
+            broad_name = (v.score_kind == LITERAL and v.key_type != "concept" and v.memory_count > NAMED_HUB)
+            offer_all = len(ids) <= ALL_MEMORIES
+            for mid, w, f in zip(ids, weights.tolist(), factors.tolist(), strict=True):
+                if not offer_all and self.lexical.get(mid, 0.0) <= 0.0:
+                    continue
+                evidence[mid] = evidence.get(mid, 0.0) + share * w
+                factor[mid] = f
+                if broad_name:
+                    named.add(mid)
+        top_lex = max((self.lexical.get(m, 0.0) for m in evidence), default=0.0) or 1.0
+        top_ev = max(evidence.values(), default=0.0) or 1.0
+        self.score = {
+            m: (self.lexical.get(m, 0.0) / top_lex + KEY_EVIDENCE_WEIGHT * e / top_ev
+                + (NAMED_BOOST if m in named else 0.0)) * factor[m]
+            for m, e in evidence.items()
+        }
+
+    def ranked(self) -> list[str]:
+        return sorted(self.score, key=lambda m: (-self.score[m], m))
+
+
+def order_keys(views: list[KeyView], cands: Candidates, preview: str | None) -> list[KeyView]:
+    """Routing score first; equal scores by the best lexical match among the key's memories other
+    than the preview (what reading the key adds), then specificity."""
+
+    def adds(v: KeyView) -> float:
+        return max((cands.lexical.get(m, 0.0) for m in cands.members.get(v.key_id, []) if m != preview), default=0.0)
+
+    return sorted(views, key=lambda v: (-(v.score or 0.0), -adds(v), -v.specificity, v.key))
+
+
+Chosen = tuple[str, dict[str, Any], float, str]  # memory id, its row (with content), score, score kind
+
+
+def choose_preview(graph: MemoryGraph, cands: Candidates, text: str, now: float) -> Chosen | None:
+    """The best candidate, or the cross-encoder's best of the top ``rerank_pool`` when one is loaded.
+
+    Without a cross-encoder the score shown is the memory's ``content_relevance`` (capped BM25 of
+    ``text``); the choice also weighed the keys that lead to it (``Candidates``)."""
+    ranked = cands.ranked()
     if not ranked:
         return None
     reranker = graph.reranker()
     pool = ranked[: graph.settings.rerank_pool] if reranker is not None else ranked[:1]
-    rows = fetch(graph, [r.memory_id for r in pool], now)
-    pool = [r for r in pool if r.memory_id in rows]
+    rows = fetch(graph, pool, now)
+    pool = [m for m in pool if m in rows]
     if not pool:
         return None
-    best, score, kind = pool[0].memory_id, pool[0].score, pool[0].kind
     if reranker is not None and len(pool) > 1:
-        logits = reranker.score(text, [rows[r.memory_id]["content"] for r in pool])
+        logits = reranker.score(text, [rows[m]["content"] for m in pool])
         i = int(np.argmax(logits))
-        best, score, kind = pool[i].memory_id, float(logits[i]), "cross_encoder_logit"
-    m = rows[best]
+        return pool[i], rows[pool[i]], float(logits[i]), "cross_encoder_logit"
+    return pool[0], rows[pool[0]], capped(cands.lexical.get(pool[0], 0.0)), LEXICAL
+
+
+def preview_view(graph: MemoryGraph, chosen: Chosen, views: list[KeyView], cands: Candidates, now: float,
+                 ) -> MemoryPreview:
+    """The passive preview, under the first returned key that links the memory."""
+    best, m, score, kind = chosen
+    matched = next(v for v in views if best in cands.members.get(v.key_id, ()))
     weight = dict(graph.mirror.memory_keys(best))
     linked = sorted(graph.mirror.keys(weight), key=lambda k: (-weight[k["id"]], k["text"]))
-    connected = [KeyRef(key_id=k["id"], key=k["text"]) for k in linked if k["id"] != key_id]
+    connected = [KeyRef(key_id=k["id"], key=k["text"]) for k in linked if k["id"] != matched.key_id]
     return MemoryPreview(
-        memory_id=best, content=m["content"], matched_key=KeyRef(key_id=key_id, key=key_text),
+        memory_id=best, content=m["content"], matched_key=KeyRef(key_id=matched.key_id, key=matched.key),
         score=round(score, 4), score_kind=kind, validity=validity(m, graph.settings, now),
         connected_keys=connected,
     )

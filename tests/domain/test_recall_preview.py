@@ -1,0 +1,73 @@
+"""The recall tool's passive preview and key order, on a real store with the real MiniLM model."""
+
+from __future__ import annotations
+
+from keymem.memory.graph import MemoryGraph
+from tests.domain.test_navigate_recall import link_weights, memory_state
+
+QUERY = "Who painted the sunrise over the lake?"
+
+
+def _sorted_by_score(keys: list[dict]) -> bool:
+    scores = [k["score"] for k in keys]
+    return scores == sorted(scores, reverse=True)
+
+
+def test_preview_comes_from_any_returned_key(graph: MemoryGraph) -> None:
+    """Two keys match literally; the more specific one ("lake", one memory) is not where the best
+    memory is. The preview is the memory the query matches best, shown under the key that holds it."""
+    res = graph.remember_batch([
+        {"content": "Melanie painted a sunrise over the lake", "keys": ["sunrise", "painting"]},
+        {"content": "We had a picnic by the lake", "keys": ["lake", "picnic"]},
+        {"content": "Sunrise yoga starts at six", "keys": ["sunrise", "yoga"]},
+        {"content": "The sunrise was orange today", "keys": ["sunrise", "weather"]},
+    ]).results
+    painted = res[0].memory_id
+    before = (link_weights(graph), memory_state(graph))
+    r = graph.recall(query=QUERY).dump()
+    literal = [k for k in r["keys"] if k["score_kind"] == "literal_match"]
+    assert {k["key"] for k in literal} == {"sunrise", "lake"}
+    lake = next(k for k in literal if k["key"] == "lake")
+    sunrise = next(k for k in literal if k["key"] == "sunrise")
+    assert lake["specificity"] > sunrise["specificity"]  # by score and specificity alone, "lake" was the strongest
+    mem = r["memory"]
+    assert mem["memory_id"] == painted and mem["matched_key"]["key"] == "sunrise"
+    assert mem["score_kind"] == "content_relevance" and 0 < mem["score"] < 1
+    assert {k["key"] for k in mem["connected_keys"]} == {"painting"}
+    assert mem["validity"]["status"] == "fresh"
+    assert _sorted_by_score(r["keys"])
+    assert (link_weights(graph), memory_state(graph)) == before  # still passive
+
+
+def test_equal_scores_order_keys_by_what_reading_them_adds(graph: MemoryGraph) -> None:
+    """"sunrise" and "lake" both match literally; "sunrise" is more specific (one memory) but holds only
+    the preview, "lake" also holds another memory the query matches: "lake" comes first."""
+    res = graph.remember_batch([
+        {"content": "Melanie painted a sunrise over the lake", "keys": ["sunrise", "lake"]},
+        {"content": "The lake froze early this winter", "keys": ["lake", "winter"]},
+        {"content": "Ice skating on the frozen pond", "keys": ["winter", "skating"]},
+    ]).results
+    r = graph.recall(query=QUERY)
+    assert r.memory is not None and r.memory.memory_id == res[0].memory_id
+    top = [k for k in r.keys if k.score == 1.0]
+    assert [k.key for k in top] == ["lake", "sunrise"]
+    assert top[1].specificity > top[0].specificity
+    assert r.memory.matched_key.key == "lake"  # the first returned key that links the preview
+
+
+def test_read_key_prefers_the_person_the_query_names(graph: MemoryGraph) -> None:
+    """Inside one key, a memory of the person the query names ranks above a better lexical match
+    about someone else (the name bonus)."""
+    for topic in ("hiking", "cooking", "music", "books"):  # Melanie says a lot: her name is a common word
+        graph.remember(content=f"Melanie: I love {topic}", keys=["Melanie", topic], key_types=["name", "concept"])
+    mel = graph.remember(content="Melanie: we fixed the fence", keys=["Melanie", "fence"],
+                         key_types=["name", "concept"]).memory_id
+    car = graph.remember(content="Caroline: what colour should we paint the fence? paint it blue",
+                         keys=["Caroline", "fence"], key_types=["name", "concept"]).memory_id
+    kid = next(k.key_id for k in graph.read_memory(memory_id=mel).keys if k.key == "fence")
+    lexical = graph.lexical.score_docs("What colour did Melanie paint the fence?", [mel, car])
+    assert lexical[car] > lexical[mel]
+    ranked = graph.read_key(key_id=kid, query="What colour did Melanie paint the fence?").memories
+    assert [m.memory_id for m in ranked] == [mel, car] and ranked[0].score_kind == "content_relevance"
+    plain = graph.read_key(key_id=kid, query="What colour is the painted fence?").memories
+    assert [m.memory_id for m in plain] == [car, mel]
