@@ -244,7 +244,7 @@ class Console:
         return True
 
     def expand(self, arg: str) -> None:
-        """``:expand ID [HOPS]``: the association walk's neighbourhood, from the same Cypher as recall."""
+        """``:expand ID [HOPS]``: the association walk's neighbourhood, read in Cypher (ops.cypher_expand)."""
         parts = arg.split()
         if not parts or len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()):
             typer.echo("usage: :expand <memory id or key id> [hops]", err=True)

@@ -34,7 +34,8 @@ property and function names. Results are tables sized to the terminal (`--format
 `csv` for scripts), each with its row count and time. `:expand ID [HOPS]` shows the
 association walk of `recall_direct` from a memory (or from a key's memories): one row per
 edge it follows (hop, from, shared key or RELATED_TO, to, both link weights, the reached
-memory's association mass), read with the same Cypher statements as recall.
+memory's association mass), read in Cypher (`cypher/neighbourhood`): the same rows the walk
+reads from keymem's in-memory graph mirror.
 
 ```console
 $ keymem cypher

@@ -155,6 +155,24 @@ def test_random_writes_keep_both_equal(graph: MemoryGraph, clock: Clock) -> None
     assert check_invariants(graph) == []
 
 
+def test_an_import_carries_the_copies(graph: MemoryGraph, clock: Clock, settings, minilm_embedder, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from keymem.memory.io import export_lines, import_lines
+
+    build(graph, clock)
+    lines = export_lines(graph.store, None, graph.now())
+    other = MemoryGraph.open(settings.with_overrides(data_dir=tmp_path / "other"), embedder=minilm_embedder,
+                             reranker=None, clock=clock, progress=False)
+    try:
+        import_lines(other, lines)
+        import_lines(other, lines)  # idempotent: nothing counted twice
+        assert check_invariants(other) == []
+        mems, keys = ids(other)
+        assert len(mems) > 10
+        same(other, frontiers(mems, random.Random(3)), [[k] for k in keys])
+    finally:
+        other.close()
+
+
 @pytest.mark.raw_writes
 def test_console_writes_are_resynced(graph: MemoryGraph) -> None:
     """Writes that bypass keymem (the console's write mode) leave the copies stale until the caches reload."""
