@@ -144,6 +144,8 @@ def _doctor_models(settings: Any) -> list[tuple[str, str]]:
             if not ok:
                 problems.append((f"{model_dir} lacks {settings.local_embedding_model_file} or tokenizer.json",
                                  "put the model files there, or unset LOCAL_EMBEDDING_MODEL_PATH"))
+            else:
+                problems += _doctor_identity(settings, None)
         else:
             ok = is_complete(profile.files(), model_dir) or (
                 settings.local_embedding_model_file != "model.onnx"
@@ -153,6 +155,8 @@ def _doctor_models(settings: Any) -> list[tuple[str, str]]:
             if not ok:
                 problems.append((f"the embedding model files are missing ({missing})",
                                  "run `keymem models download` (or they download on first use)"))
+            elif settings.local_embedding_model_path is not None:
+                problems += _doctor_identity(settings, profile)
     if settings.rerank:
         rdir = settings.rerank_model_path or settings.models_dir / "reranker"
         ok = is_complete(RERANKER.files(), rdir)
@@ -165,6 +169,32 @@ def _doctor_models(settings: Any) -> list[tuple[str, str]]:
     else:
         typer.echo("  reranker: disabled (KEYMEM_RERANK=false)")
     return problems
+
+
+def _doctor_identity(settings: Any, profile: Any) -> list[tuple[str, str]]:
+    """What LOCAL_EMBEDDING_MODEL_PATH's own files say, against the model it is named (the start-up check)."""
+    from dataclasses import replace
+
+    from keymem.errors import ModelError
+    from keymem.models import identify
+    from keymem.models.onnx_embed import OnnxEmbedder
+
+    model_dir, model_file = settings.local_embedding_model_path, settings.local_embedding_model_file
+    facts = identify.read_facts(model_dir, model_file)
+    if facts.output_dim is None:  # a symbolic output width: measure it as the start-up would
+        try:
+            facts = replace(facts, output_dim=OnnxEmbedder(model_dir, name="probe", model_file=model_file).dimension)
+        except ModelError as exc:
+            return [(str(exc), "replace the model file")]
+    typer.echo(f"    files: {identify.describe(facts)}")
+    if profile is None:
+        hint = identify.suggestion(facts)
+        if hint is not None:
+            typer.echo(f"    (they match {hint.name}: LOCAL_EMBEDDING_MODEL={hint.name} gives its pooling and "
+                       "calibrated thresholds)")
+        return []
+    mismatch = identify.check(profile, facts)
+    return [] if mismatch is None else [(mismatch.what, mismatch.fix)]
 
 
 def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str]]:
@@ -240,6 +270,12 @@ def models_download(
                 raise fail(f"LOCAL_EMBEDDING_MODEL={settings.local_embedding_model!r} is not a known model",
                            fix="use a known model name, or provide the files with LOCAL_EMBEDDING_MODEL_PATH")
             dest = settings.local_embedding_model_path or settings.models_dir / profile.name
+            if settings.local_embedding_model_path is not None:  # never add another model's files to it
+                from keymem.models import identify
+
+                mismatch = identify.check(profile, identify.read_facts(dest, settings.local_embedding_model_file))
+                if mismatch is not None:
+                    raise fail(mismatch.what, fix=mismatch.fix)
             ensure_model(profile, dest, endpoint=endpoint)  # progress on stderr
             typer.echo(f"embedding: {profile.name} ready in {dest}")
         if reranker and settings.rerank:

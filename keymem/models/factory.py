@@ -32,14 +32,22 @@ def build_embedder(settings: Settings, *, progress: bool = True) -> EmbeddingBac
     from keymem.models.profiles import find_model, resolve_model
 
     name = settings.local_embedding_model
+    facts = None
     if settings.local_embedding_model_path is not None:
+        from keymem.models import identify
+
         known = find_model(name)
+        # The name picks pooling, prefixes and thresholds: the directory must hold that model.
+        facts = identify.read_facts(settings.local_embedding_model_path, settings.local_embedding_model_file)
         if known is None:
+            hint = identify.suggestion(facts)
             log.warning(
                 "LOCAL_EMBEDDING_MODEL=%r is not a known model: using mean pooling, no prefixes, "
-                "and the uncalibrated fallback thresholds for %s",
+                "and the uncalibrated fallback thresholds for %s%s",
                 name,
                 settings.local_embedding_model_path,
+                "" if hint is None else f" (its files match {hint.name}: LOCAL_EMBEDDING_MODEL={hint.name} "
+                "runs it with its pooling and calibrated thresholds)",
             )
             return OnnxEmbedder(
                 settings.local_embedding_model_path,
@@ -48,6 +56,9 @@ def build_embedder(settings: Settings, *, progress: bool = True) -> EmbeddingBac
                 pooling="mean",
                 threads=settings.embed_threads,
             )
+        mismatch = identify.check(known, facts)
+        if mismatch is not None:
+            raise ModelError(mismatch.line)
         model_dir = settings.local_embedding_model_path
         # A user-supplied directory of a known model: repair it if it is incomplete, but only
         # when the file name is the standard one (a custom file name means "do not touch").
@@ -61,7 +72,7 @@ def build_embedder(settings: Settings, *, progress: bool = True) -> EmbeddingBac
 
         profile = resolve_model(name)
         model_dir = ensure_model(profile, settings.models_dir / profile.name, progress=progress)
-    return OnnxEmbedder(
+    embedder = OnnxEmbedder(
         model_dir,
         name=profile.name,
         model_file=settings.local_embedding_model_file,
@@ -72,6 +83,16 @@ def build_embedder(settings: Settings, *, progress: bool = True) -> EmbeddingBac
         max_length=profile.max_length,
         profile=profile.threshold_profile,
     )
+    if facts is not None and facts.output_dim is None:
+        # The graph did not declare its width: measured by one embedding (OnnxEmbedder.dimension).
+        from dataclasses import replace
+
+        from keymem.models import identify
+
+        mismatch = identify.check(profile, replace(facts, output_dim=embedder.dimension))
+        if mismatch is not None:
+            raise ModelError(mismatch.line)
+    return embedder
 
 
 def build_reranker(settings: Settings, *, progress: bool = True) -> Reranker | None:

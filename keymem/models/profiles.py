@@ -13,6 +13,10 @@ Sources chosen for the downloads (checked against public references, 2025):
   of exports as onnx-community; Qdrant's fastembed repo for e5-large ships fp32 weights
   split into ``model.onnx_data``, 2.2 GB, which is why it is not used).
 * reranker: ``onnx-community/bge-reranker-v2-m3-ONNX``, ``onnx/model_quantized.onnx``.
+
+Each profile also says what its own files hold (:class:`ModelShape`: the values of the
+upstream ``config.json`` and ``tokenizer.json``), so that a directory of another model given
+with ``LOCAL_EMBEDDING_MODEL_PATH`` is refused (:mod:`keymem.models.identify`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,33 @@ class RemoteFile:
 
 
 @dataclass(frozen=True)
+class ModelShape:
+    """What a model's own files say about it (config.json, tokenizer.json): see :mod:`keymem.models.identify`.
+
+    The width is :attr:`ModelProfile.dimension` (config ``hidden_size`` and the ONNX output's
+    last axis). ``max_positions`` is what tells bge-m3 (8194) from multilingual-e5-large (514),
+    ``layers`` bge-small-en-v1.5 (12) from all-MiniLM-L6-v2 (6).
+    """
+
+    family: str  # shown in messages: "BERT", "XLM-RoBERTa"
+    model_type: str  # config.json "model_type"
+    layers: int  # config.json "num_hidden_layers"
+    vocab_size: int  # config.json "vocab_size" (and the tokenizer's vocabulary)
+    max_positions: int  # config.json "max_position_embeddings"
+    tokenizer: str  # tokenizer.json model type: "WordPiece", "Unigram", "BPE"
+
+
+def _bert_uncased(layers: int) -> ModelShape:
+    """A BERT of bert-base-uncased's vocabulary (30,522 WordPiece tokens, 512 positions)."""
+    return ModelShape("BERT", "bert", layers, 30522, 512, "WordPiece")
+
+
+def _xlm_roberta_large(max_positions: int) -> ModelShape:
+    """An XLM-RoBERTa-large (24 layers, 250,002 Unigram tokens)."""
+    return ModelShape("XLM-RoBERTa", "xlm-roberta", 24, 250002, max_positions, "Unigram")
+
+
+@dataclass(frozen=True)
 class ModelProfile:
     """A named local embedding model: download sources and how to run it."""
 
@@ -57,6 +88,8 @@ class ModelProfile:
     passage_prefix: str = ""
     max_length: int = 512
     size_hint: str = ""
+    display: str = ""  # the model's own name, for messages ("all-MiniLM-L6-v2")
+    shape: ModelShape | None = None  # None: the directory's files are checked for the dimension only
 
     def files(self) -> tuple[RemoteFile, ...]:
         """Everything a complete model directory holds (required first)."""
@@ -100,6 +133,8 @@ MODELS: tuple[ModelProfile, ...] = (
         # quadratic on a CPU: 512 keeps a pasted paragraph from stalling the embedder.
         max_length=512,
         size_hint="~570 MB",
+        display="bge-m3",
+        shape=_xlm_roberta_large(8194),
     ),
     ModelProfile(
         name="fast-multilingual-e5-large",
@@ -113,6 +148,8 @@ MODELS: tuple[ModelProfile, ...] = (
         query_prefix="query: ",  # e5 was trained with these prefixes; without them
         passage_prefix="passage: ",  # its cosines drift (model card: "necessary")
         size_hint="~560 MB",
+        display="multilingual-e5-large",
+        shape=_xlm_roberta_large(514),
     ),
     ModelProfile(
         name="fast-bge-small-en-v1.5",
@@ -124,6 +161,8 @@ MODELS: tuple[ModelProfile, ...] = (
         dimension=384,
         threshold_profile="bge",
         size_hint="~35 MB",
+        display="bge-small-en-v1.5",
+        shape=_bert_uncased(12),
     ),
     ModelProfile(
         name="fast-bge-base-en-v1.5",
@@ -135,6 +174,8 @@ MODELS: tuple[ModelProfile, ...] = (
         dimension=768,
         threshold_profile="bge",
         size_hint="~110 MB",
+        display="bge-base-en-v1.5",
+        shape=_bert_uncased(12),
     ),
     ModelProfile(
         name="minilm-l6-v2",
@@ -147,6 +188,8 @@ MODELS: tuple[ModelProfile, ...] = (
         threshold_profile="minilm",
         max_length=256,  # sentence-transformers trained and serves it at 256 tokens
         size_hint="~23 MB",
+        display="all-MiniLM-L6-v2",
+        shape=_bert_uncased(6),
     ),
 )
 

@@ -152,6 +152,30 @@ def test_doctor_reports_config_sources_and_problems(store_env: dict[str, Any], t
     assert bad_var.returncode == 1 and "KEYMEM_RERANK_POOL" in bad_var.stderr
 
 
+def test_doctor_reports_a_directory_of_another_model(store_env: dict[str, Any], minilm_dir: Path,
+                                                     tmp_path: Path) -> None:
+    """A MiniLM directory under LOCAL_EMBEDDING_MODEL=bge-m3 is a problem (issue 12, item 4)."""
+    from tests.models.test_identify import copy_dir
+
+    env = store_env["env"]
+    named = run_cli(["doctor"], env)
+    assert named.returncode == 0, named.stdout + named.stderr
+    assert "files: BERT, 384 dims, 6 layers, 30,522 tokens" in named.stdout
+    misnamed = {**env, "LOCAL_EMBEDDING_MODEL": "bge-m3"}
+    out = run_cli(["doctor"], misnamed)
+    assert out.returncode == 1
+    assert ("  - LOCAL_EMBEDDING_MODEL_PATH holds all-MiniLM-L6-v2 (BERT, 384 dims), not bge-m3 (XLM-RoBERTa, "
+            "1024 dims)\n    fix: set LOCAL_EMBEDDING_MODEL=minilm-l6-v2") in out.stderr
+    bare = copy_dir(minilm_dir, tmp_path / "bare", without=("config.json",))
+    out = run_cli(["doctor"], {**misnamed, "LOCAL_EMBEDDING_MODEL_PATH": str(bare)})
+    assert out.returncode == 1 and "no config.json), not bge-m3 (XLM-RoBERTa, 1024 dims)" in out.stderr
+    assert "files: 384 dims, WordPiece tokenizer, no config.json" in out.stdout
+    checked = run_cli(["doctor", "--check"], misnamed)  # the store does not open with the wrong model
+    assert checked.returncode == 1 and "set LOCAL_EMBEDDING_MODEL=minilm-l6-v2" in checked.stderr
+    download = run_cli(["models", "download", "--no-reranker"], misnamed)  # nothing of bge-m3 is added
+    assert download.returncode == 1 and "not bge-m3" in download.stderr and "minilm-l6-v2" in download.stderr
+
+
 def test_models_download_fetches_only_missing_files(fake_hub: Any, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
