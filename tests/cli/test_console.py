@@ -187,6 +187,9 @@ def test_console_through_the_daemon(store_env: dict[str, Any]) -> None:
         assert "(1 row" in out.stdout and "read-only console" in out.stderr
         out = run_cli(["stats", "--json"], env)
         assert json.loads(out.stdout)["served_by"] == "daemon"
+        out = run_cli(["cypher", "--format", "json", "-c", f":expand {store_env['ids']['c']} 1"], env)
+        assert out.returncode == 0, out.stderr
+        assert (1, "RELATED_TO", store_env["ids"]["a"]) in {(r["hop"], r["via"], r["to"]) for r in json.loads(out.stdout)}
         out = run_cli(["cypher", "--write", "-c", "CREATE (:Meta {name: 'a', value: 'b'});"], env)
         assert out.returncode == 0 and "bypass keymem's invariants" in out.stderr
     finally:
