@@ -164,28 +164,16 @@ class _Recorder:
         return hop
 
 
-def associate(graph: Any, cands: dict[str, Any], hops: int, now: float) -> Any:
-    """``associative._associate`` from memory seeds only (no routed keys), whichever parameters it takes."""
-    import inspect
-
-    from keymem.memory import associative
-
-    extra = {"routed": {}, "fan": {}, "n_docs": 0}
-    names = inspect.signature(associative._associate).parameters
-    return associative._associate(graph, cands, hops=hops, now=now, **{k: v for k, v in extra.items() if k in names})
-
-
 @daemon_method
 def cypher_expand(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     """The console's ``:expand``: the neighbourhood the association walk reads from one memory or key.
 
-    Runs the walk of ``recall_direct`` (``associative._associate``) from the memory as its only
+    Runs the walk of ``recall_direct`` (``associative.associate``) from the memory as its only
     seed, or from a key's visible memories (hop 1: key -> memory, weighted by link weight), over
     ``CypherNeighbourhood``: the same ``cypher/neighbourhood`` statements. One row per edge the walk
     follows: the hop, the frontier memory, the shared key (or RELATED_TO), the memory reached, the
     two link weights, and the reached memory's association mass (the largest is 1).
     """
-    from types import SimpleNamespace
 
     from keymem.memory import associative, validate
     from keymem.memory.neighbourhood import CypherNeighbourhood
@@ -224,7 +212,7 @@ def cypher_expand(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     found = associative.Association()
     if walk_hops:
         cands = {mid: associative.Candidate(mid, score) for mid, score in seeds.items()}
-        found = associate(SimpleNamespace(neighbourhood=rec), cands, walk_hops, now)
+        found = associative.associate(rec, cands, walk_hops, now)
     mass = {m: round(a, 4) for m, a in found.mass.items()}
     if start.startswith("k_"):
         rows.extend([1, "", None, start, mid, None, w, mass.get(mid)] for mid, w in members)

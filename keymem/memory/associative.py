@@ -4,7 +4,7 @@
 2. Key path: the query's embedding (and its key-like phrases) routes to concept keys, its
    literal tokens to names and aliases; their links lead to memories, weighted by IDF.
 3. Fusion of the two scores (``_fuse``), then depth and freshness (``0.2 + 0.8 x freshness``).
-4. Association for 1..5 hops (``_associate``): activation spreads from the best direct hits
+4. Association for 1..5 hops (``associate``): activation spreads from the best direct hits
    over their walkable (non-hub) keys and RELATED_TO links, a key splitting what it passes
    among its memories, with a restart per hop; each reached memory's share is added to its
    score, so a memory that shares a specific key with the best hits climbs, and one reached
@@ -35,6 +35,7 @@ from keymem.memory.write import LINK_INIT, LINK_MAX, LINK_MIN
 
 if TYPE_CHECKING:
     from keymem.memory.graph import MemoryGraph
+    from keymem.memory.neighbourhood import Neighbourhood
 
 RRF_K = 60
 LEXICAL_POOL = 100
@@ -42,7 +43,7 @@ KEY_POOL = 200
 HUB_FANOUT = 50
 REINFORCE_STEP = 0.05
 DECAY_FACTOR = 0.98
-# Association (see _associate): values chosen by measurement on LoCoMo, docs/BENCHMARKS.md.
+# Association (see associate): values chosen by measurement on LoCoMo, docs/BENCHMARKS.md.
 SEED_MEMORIES = 5  # direct candidates that seed the walk
 BEAM = 20  # memories expanded further at each later hop
 RESTART = 0.5  # hop h keeps (1 - RESTART)**h of the activation it moves
@@ -195,7 +196,7 @@ class Association:
     via: dict[str, str] = field(default_factory=dict)
 
 
-def _associate(graph: MemoryGraph, cands: dict[str, Candidate], hops: int, now: float) -> Association:
+def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: float) -> Association:
     """Spreading activation (a personalised PageRank truncated at ``hops``) from the best direct hits.
 
     Seeds: the best ``SEED_MEMORIES`` direct candidates, with mass in proportion to their score
@@ -209,7 +210,6 @@ def _associate(graph: MemoryGraph, cands: dict[str, Candidate], hops: int, now: 
     The result is each reached memory's association mass, normalised so the largest is 1; a
     memory does not count its own activation coming back to it.
     """
-    nb = graph.neighbourhood
     seeds = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))[:SEED_MEMORIES]
     mass = sum(c.score for c in seeds)
     out = Association()
@@ -300,7 +300,7 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
         else:
             cands[mid].score *= factors[mid]
     if hops and cands:
-        found = _associate(graph, cands, hops, now)
+        found = associate(graph.neighbourhood, cands, hops, now)
         assoc = found.mass
         scale = ASSOC_WEIGHT * max(c.score for c in cands.values())
         new = [m for m in assoc if m not in cands]

@@ -63,7 +63,9 @@ def prune_backups(directory: Path, name: str, keep: int = KEEP_BACKUPS) -> None:
 
 
 def _stamp() -> str:
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time() % 1:.3f}"[1:]
+    """UTC time to the millisecond, from one clock reading (names sort in time order)."""
+    t = time.time()
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}"
 
 
 PINNED_PER_WRITE = 64 * 1024  # pool bytes one small write transaction holds until a checkpoint, rounded up

@@ -220,7 +220,6 @@ def _key_id(graph: Any, memory_id: str, text: str) -> str:
 
 def test_expand_shows_the_walk_from_a_memory_and_a_key(graph: Any, populated: dict[str, str]) -> None:
     """`:expand` prints the rows the association walk reads, from the same Cypher statements."""
-    from types import SimpleNamespace
 
     from keymem.memory import associative
     from keymem.memory.neighbourhood import MirrorNeighbourhood
@@ -236,7 +235,7 @@ def test_expand_shows_the_walk_from_a_memory_and_a_key(graph: Any, populated: di
     assert {r["hop"] for r in rows} == {1, 2} and all(r["from"] != r["to"] for r in rows)
     # The mass shown is the walk's own, over the mirror too.
     cands = {a: associative.Candidate(a, 1.0)}
-    want = ops.associate(SimpleNamespace(neighbourhood=MirrorNeighbourhood(graph.mirror)), cands, 2, graph.now()).mass
+    want = associative.associate(MirrorNeighbourhood(graph.mirror), cands, 2, graph.now()).mass
     assert {r["to"]: r["mass"] for r in rows} == {m: round(v, 4) for m, v in want.items()}
 
     kuzu_key = _key_id(graph, c, "kuzu")
