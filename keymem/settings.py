@@ -97,6 +97,10 @@ VARS: dict[str, Var] = {
     "max_keys": Var("KEYMEM_MAX_KEYS", "int", "Most keys on one memory", minimum=1),
     "daemon": Var("KEYMEM_DAEMON", "choice", "auto: share one daemon; off: open the store in this process", choices=("auto", "off")),
     "log_level": Var("KEYMEM_LOG_LEVEL", "choice", "Log level", choices=("DEBUG", "INFO", "WARNING", "ERROR")),
+    "fault_kill_before_reply": Var(
+        "KEYMEM_FAULT_KILL_BEFORE_REPLY", "opt_str",
+        "Tests only: the daemon kills itself after these methods commit, before replying (comma-separated; once each)",
+    ),
 }
 
 
@@ -146,6 +150,7 @@ class Settings:
     max_keys: int = 32
     daemon: Literal["auto", "off"] = "auto"
     log_level: str = "INFO"
+    fault_kill_before_reply: str | None = None
     # Where each value came from: field -> "env VAR" | "default". Filled by load_settings.
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 

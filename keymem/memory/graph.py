@@ -22,6 +22,7 @@ from keymem.memory.autokey import Autokey
 from keymem.memory.lexical import LexicalIndex, release_freed_memory
 from keymem.memory.mirror import GraphMirror
 from keymem.memory.neighbourhood import MirrorNeighbourhood, Neighbourhood
+from keymem.memory.requests import RequestLog
 from keymem.memory.views import (
     BatchResult,
     BrowseResult,
@@ -91,6 +92,7 @@ class MemoryGraph:
         self.neighbourhood: Neighbourhood = MirrorNeighbourhood(self.mirror)
         self.autokey = Autokey(self)
         self.access = AccessLog(store)
+        self.requests = RequestLog(self)  # mutating calls' results by request id (daemon retries)
 
     # -- opening -------------------------------------------------------------------
     @classmethod
@@ -297,12 +299,14 @@ class MemoryGraph:
 
     # -- maintenance -------------------------------------------------------------------
     def sweep(self) -> dict[str, int]:
-        """Delete expired memories and prune learned aliases that never hit."""
+        """Delete expired memories, prune learned aliases that never hit, drop old request results."""
         expired = write.delete_expired(self)
         pruned = self.autokey.prune()
-        if expired or pruned:
-            log.info("sweep: %d expired memories deleted, %d learned aliases pruned", expired, pruned)
-        return {"expired": expired, "aliases_pruned": pruned}
+        requests = self.requests.sweep()
+        if expired or pruned or requests:
+            log.info("sweep: %d expired memories deleted, %d learned aliases pruned, %d request results dropped",
+                     expired, pruned, requests)
+        return {"expired": expired, "aliases_pruned": pruned, "requests_expired": requests}
 
     def counts(self) -> dict[str, int]:
         rows = self.store.query("admin/counts", now=self.now())

@@ -2,6 +2,8 @@
 
 Nothing here writes a memory without keys, and every check runs before the transaction
 opens, so a refused call leaves the store untouched.
+Each mutating call also records its result in its transaction when the daemon runs it for a
+request id (``graph.requests.record``), so a client's retry gets that result (memory/requests.py).
 """
 
 from __future__ import annotations
@@ -162,6 +164,7 @@ def remember_items(graph: MemoryGraph, items: list[Item], source: dict[str, Any]
                 if len(items) == 1:
                     raise
                 raise type(exc)(f"items[{i}]: {exc}") from None
+        graph.requests.record(tx, BatchResult(results=results))  # committed with the write (memory/requests.py)
     graph.vectors.maybe_switch()
     return results
 
@@ -238,7 +241,9 @@ def correct(graph: MemoryGraph, args: dict[str, Any], source: dict[str, Any] | N
         tx.after_commit(lambda: graph.lexical.remove(current["id"]))
         if current["supersedes"]:  # one-step history: the generation before the old one goes
             _delete(graph, tx, current["supersedes"])
-    return CorrectResult(memory_id=result.memory_id, supersedes=current["id"])
+        done = CorrectResult(memory_id=result.memory_id, supersedes=current["id"])
+        graph.requests.record(tx, done)
+    return done
 
 
 def _delete(graph: MemoryGraph, tx: Tx, memory_id: str) -> None:
@@ -273,7 +278,9 @@ def forget(graph: MemoryGraph, args: dict[str, Any]) -> ForgetResult:
         if m["active"] and m["supersedes"]:  # the current version takes its history with it
             _delete(graph, tx, m["supersedes"])
         _delete(graph, tx, m["id"])
-    return ForgetResult(memory_id=m["id"], deleted=True)
+        done = ForgetResult(memory_id=m["id"], deleted=True)
+        graph.requests.record(tx, done)
+    return done
 
 
 def delete_expired(graph: MemoryGraph) -> int:
@@ -298,7 +305,9 @@ def dismiss(graph: MemoryGraph, args: dict[str, Any]) -> DismissResult:
         graph.mirror.touch(tx, memories=[m["id"]])
         tx.run("alias/pending_cancel", key_id=key_id)
         tx.after_commit(lambda: graph.autokey.forget_routes(key_id))
-    return DismissResult(memory_id=m["id"], key_id=key_id, link_weight=round(weight, 4))
+        done = DismissResult(memory_id=m["id"], key_id=key_id, link_weight=round(weight, 4))
+        graph.requests.record(tx, done)
+    return done
 
 
 def confirm(graph: MemoryGraph, args: dict[str, Any]) -> dict[str, Any]:
@@ -310,4 +319,5 @@ def confirm(graph: MemoryGraph, args: dict[str, Any]) -> dict[str, Any]:
         get_memory(graph, m["id"], tx=tx, active_only=True)
         tx.run("memory/confirm", id=m["id"], step=DEPTH_STEP, now=graph.now(), evidence=record)
         graph.mirror.touch(tx, memories=[m["id"]])
+        graph.requests.record(tx, {"memory_id": m["id"]})  # a retry answers with the memory's view then
     return {"memory_id": m["id"]}

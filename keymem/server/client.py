@@ -7,7 +7,8 @@ Used by the MCP stdio bridge, the prompt hook and the CLI (``cypher``, ``snapsho
 
 * starts a detached daemon when none answers (``start=True``) and waits for its socket;
 * if the daemon dies mid-session (connection reset, EOF, refused), starts a new one and
-  retries the call once;
+  retries the call once; a mutating call (``WRITES``) keeps its request id across the retry,
+  so a write that committed before the daemon died is answered with its result, not redone;
 * maps daemon errors back to the keymem exceptions (InvalidInput, NotFound, ...).
 """
 
@@ -29,6 +30,7 @@ from typing import Any
 import keymem
 from keymem.server.protocol import (
     PROTOCOL_VERSION,
+    WRITES,
     DaemonUnavailable,
     LineReader,
     Unauthorized,
@@ -72,11 +74,14 @@ class Connection:
             raise
         return cls(sock, token)
 
-    def request(self, rid: int, method: str, params: Any, source: Any, timeout: float | None) -> dict[str, Any]:
+    def request(self, rid: int, method: str, params: Any, source: Any, timeout: float | None,
+                request_id: str | None = None) -> dict[str, Any]:
         self.sock.settimeout(timeout)
         msg: dict[str, Any] = {"id": rid, "token": self.token, "method": method, "params": params or {}}
         if source is not None:
             msg["source"] = source
+        if request_id is not None:
+            msg["request_id"] = request_id
         self.sock.sendall(encode(msg))
         resp = self.reader.read()
         if resp is None:
@@ -118,20 +123,24 @@ class DaemonClient:
         timeout: float | None = None,
         retry: bool = True,
         start: bool | None = None,
+        request_id: str | None = None,
     ) -> Any:
         """Run ``method`` in the daemon and return its result, or raise its error.
 
         ``timeout`` bounds each socket operation (None waits, e.g. for models to load).
         A lost daemon is restarted (if ``start``, default: the client's) and the call retried
-        once when ``retry``.
+        once when ``retry``. A mutating tool call is sent with ``request_id`` (a new random one
+        by default), the same on every attempt: the daemon runs it at most once.
         """
+        if request_id is None and method in WRITES:
+            request_id = os.urandom(16).hex()  # os, not secrets: the hook imports this module
         may_start = self.start if start is None else start
         reconnect_until: float | None = None
         unauthorized = 0
         while True:
             conn = self._checkout(timeout, may_start)
             try:
-                resp = conn.request(next(self._ids), method, params, source, timeout)
+                resp = conn.request(next(self._ids), method, params, source, timeout, request_id)
             except TimeoutError:
                 conn.close()
                 raise DaemonUnavailable(f"the keymem daemon did not answer {method} within {timeout} s") from None

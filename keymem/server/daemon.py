@@ -12,6 +12,8 @@ server, the prompt hook, the CLI) talks to this process instead of opening the s
 * Each connection gets a thread for its I/O; graph calls run on a small worker pool (the
   store serialises writes, reads run concurrently; a fixed pool keeps one Kuzu connection per
   worker). ``ping`` and ``counts`` are answered while the models load.
+* A mutating tool call that carries a ``request_id`` runs at most once per id: the client's
+  retry after a crash between commit and reply gets the recorded result (``memory/requests.py``).
 * ``graph.sweep()`` runs when the store opens and every ``KEYMEM_CLEANUP_INTERVAL_MS``;
   coalesced ``read_memory`` accesses are written within ``FLUSH_SECONDS`` (``memory/access.py``).
 * It exits on ``shutdown``, SIGTERM/SIGINT, after ``idle_exit`` seconds without clients, or
@@ -276,7 +278,8 @@ class Daemon:
         try:
             if not isinstance(method, str):
                 raise ProtocolError("method must be a string")
-            result = self._dispatch(method, params, msg.get("source"))
+            result = self._dispatch(method, params, msg.get("source"), msg.get("request_id"))
+            self._fault_before_reply(method)
             return {"id": rid, "ok": True, "result": result}, False
         except CancelledError:
             return {"id": rid, "ok": False, "error": {"type": "StoreError", "message": "the daemon is shutting down"}}, True
@@ -287,7 +290,7 @@ class Daemon:
                 payload["message"] = f"internal error in {method}: {type(exc).__name__}: {exc} (see {self.settings.log_path})"
             return {"id": rid, "ok": False, "error": payload}, False
 
-    def _dispatch(self, method: str, params: Any, source: Any) -> Any:
+    def _dispatch(self, method: str, params: Any, source: Any, request_id: Any = None) -> Any:
         if method == "ping":
             return {**self.host.info(), "clients": self.clients}
         if method == "shutdown":
@@ -305,7 +308,21 @@ class Daemon:
             raise ProtocolError("source must be an object")
         with self._lock:
             self.last_activity = time.monotonic()
-        return self._pool.submit(self.host.call, method, params, source).result()
+        return self._pool.submit(self.host.call, method, params, source, request_id).result()
+
+    def _fault_before_reply(self, method: str) -> None:
+        """Tests only (``KEYMEM_FAULT_KILL_BEFORE_REPLY``): SIGKILL this daemon after a listed method's
+        call returned (its write committed) and before its reply is sent; once per method and data dir."""
+        listed = self.settings.fault_kill_before_reply
+        if not listed or method not in [m.strip() for m in listed.split(",")]:
+            return
+        marker = self.settings.data_dir / f"fault-{method}.fired"
+        try:
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            return
+        log.warning("KEYMEM_FAULT_KILL_BEFORE_REPLY: killing the daemon after %s committed, before its reply", method)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _same_user(conn: socket.socket) -> bool:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from keymem import __version__
 from keymem.errors import InvalidInput, KeymemError, StoreError
-from keymem.server.protocol import PROTOCOL_VERSION, TOOLS
+from keymem.server.protocol import PROTOCOL_VERSION, TOOLS, WRITES
 from keymem.settings import Settings
 
 if TYPE_CHECKING:
@@ -102,13 +102,23 @@ class GraphHost:
         pre: dict[str, Any] = dict(self.precounts) if self.precounts else {"keys": None, "memories": None, "links": None}
         return {**pre, "loading": self.state in ("starting", "loading")}
 
-    def call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None = None) -> Any:
-        """Run one graph method; KeymemError messages are meant for the agent."""
+    def call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None = None,
+             request_id: str | None = None) -> Any:
+        """Run one graph method; KeymemError messages are meant for the agent.
+
+        A mutating tool called with ``request_id`` runs at most once per id: a repeat (the
+        client's retry after losing the daemon) gets the first call's recorded result.
+        """
         if not isinstance(params, dict):
             raise InvalidInput("params must be a JSON object")
         if method == "counts":
             return self.counts()
         graph = self.wait()
+        if request_id is not None and method in WRITES:
+            return graph.requests.once(request_id, method, params, lambda: self._run(graph, method, params, source))
+        return self._run(graph, method, params, source)
+
+    def _run(self, graph: MemoryGraph, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Any:
         if method in WRITES_WITH_SOURCE:
             if method == "remember_batch":
                 extra = set(params) - {"items"}

@@ -3,8 +3,13 @@
 One request per line, one response line per request, in order, on each connection:
 
     -> {"id": 7, "token": "<hex>", "method": "recall", "params": {...}, "source": {...} | null}
+    -> {"id": 8, "token": "<hex>", "method": "forget", "params": {...}, "request_id": "<hex>"}
     <- {"id": 7, "ok": true, "result": {...}}
     <- {"id": 7, "ok": false, "error": {"type": "InvalidInput", "message": "..."}}
+
+A mutating tool call (:data:`WRITES`) carries a ``request_id`` its client makes once per call
+and sends again when it retries the call on a new daemon: the daemon answers a repeated id
+with the first call's recorded result instead of running it again (``memory/requests.py``).
 
 ``json.dumps`` escapes newlines inside strings, so a line is always one message. The token
 (a random 256-bit hex string in ``daemon.token``, mode 0600) is checked on every request;
@@ -36,6 +41,8 @@ TOOLS = (
     "remember", "correct", "dismiss", "forget", "remember_batch",
 )
 CONTROL = ("ping", "counts", "stats", "inject", "sweep", "shutdown")
+# The tools that change the store and are answered once per request id (memory/requests.py's MUTATING).
+WRITES = ("confirm_memory", "remember", "correct", "dismiss", "forget", "remember_batch")
 
 
 class DaemonUnavailable(ConnectionError):

@@ -1,0 +1,1 @@
+MATCH (r:Request) RETURN count(r) AS n

@@ -1,0 +1,1 @@
+MATCH (r:Request) RETURN min(r.at) AS at
