@@ -24,7 +24,7 @@ PROTOCOL_RULES = (
 )
 
 NAVIGATION = (
-    "`recall` returns ranked keys plus one passive preview memory of the strongest key. If the preview lacks the "
+    "`recall` returns ranked keys plus one passive preview: the memory those keys match best. If the preview lacks the "
     "fact you need, follow a connected key with `read_key(key_id, query)` and open a memory with "
     "`read_memory(memory_id, via_key_id)`; stop when the evidence is complete or no promising key is left. "
     "When `recall` finds nothing, `browse_keys` lists the key vocabulary (hubs first). Keys: give names "

@@ -166,11 +166,11 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         top_k: Annotated[int, Field(ge=1, le=50, description="Most keys to return")] = 5,
         namespace: Namespace = None,
         context: Annotated[
-            str | None, Field(max_length=20_000, description="The raw question or conversation; ranks memories inside the key")
+            str | None, Field(max_length=20_000, description="The raw question or conversation; ranks the keys' memories for the preview")
         ] = None,
         explain: Annotated[bool, Field(description="Also return per-namespace counts")] = False,
     ) -> RecallResult:
-        """Route a query to ranked keys and preview the single best memory of the strongest key.
+        """Route a query to ranked keys and preview the single memory those keys match best.
 
         The preview carries matched_key, validity and connected_keys; it changes nothing. If it
         lacks the fact you need, follow a key with read_key or re-recall the missing fact.
