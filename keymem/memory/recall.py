@@ -16,6 +16,7 @@ memory enters the agent's context; further hops are the agent's deliberate choic
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,7 +40,8 @@ LEXICAL = "content_relevance"
 KEY_EVIDENCE_WEIGHT = 0.5  # routed-key evidence's share of the choice (max-normalised BM25 = 1)
 NAMED_BOOST = 0.3  # bonus for memories of a name the query mentions, when that name is a broad key
 NAMED_HUB = 50  # a literally matched name key with more memories than this is broad
-ALL_MEMORIES = 200  # a key with more memories offers only those the query matches lexically
+ALL_MEMORIES = 200  # a key with more memories offers only those the query matches lexically ...
+STRONGEST_LINKS = 20  # ... or, when it matches none (routed by meaning alone), this many strongest links
 
 
 def route_keys(graph: MemoryGraph, query: str, qvec: np.ndarray, namespace: str, limit: int) -> dict[str, tuple[float, str]]:
@@ -114,7 +116,8 @@ class Candidates:
     comes from one search of the namespace's top ``LEXICAL_WINDOW`` hits (exact wherever fewer
     memories match; a memory ranked below the window counts 0), which costs less than scoring
     each key's memories; keys with more than ``ALL_MEMORIES`` memories offer only those with a
-    lexical match.
+    lexical match, or their ``STRONGEST_LINKS`` strongest links (link weight x depth x freshness)
+    when none matches.
     """
 
     def __init__(self, graph: MemoryGraph, views: list[KeyView], text: str, namespace: str, now: float) -> None:
@@ -129,12 +132,16 @@ class Candidates:
             factors, _ = graph.mirror.slot_factors(slots, now)
             share = (v.score or 0.0) * v.specificity / LINK_INIT
             broad_name = (v.score_kind == LITERAL and v.key_type != "concept" and v.memory_count > NAMED_HUB)
-            offer_all = len(ids) <= ALL_MEMORIES
-            for mid, w, f in zip(ids, weights.tolist(), factors.tolist(), strict=True):
-                if not offer_all and self.lexical.get(mid, 0.0) <= 0.0:
-                    continue
-                evidence[mid] = evidence.get(mid, 0.0) + share * w
-                factor[mid] = f
+            offered: Iterable[int] = range(len(ids))
+            if len(ids) > ALL_MEMORIES:  # a big key: what the query matches, else its strongest links
+                offered = [i for i, m in enumerate(ids) if self.lexical.get(m, 0.0) > 0]
+                if not offered:
+                    offered = np.lexsort((np.asarray(ids), -(weights * factors)))[:STRONGEST_LINKS].tolist()
+            w_list, f_list = weights.tolist(), factors.tolist()
+            for i in offered:
+                mid = ids[i]
+                evidence[mid] = evidence.get(mid, 0.0) + share * w_list[i]
+                factor[mid] = f_list[i]
                 if broad_name:
                     named.add(mid)
         top_lex = max((self.lexical.get(m, 0.0) for m in evidence), default=0.0) or 1.0

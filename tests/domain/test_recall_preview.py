@@ -71,3 +71,17 @@ def test_read_key_prefers_the_person_the_query_names(graph: MemoryGraph) -> None
     assert [m.memory_id for m in ranked] == [mel, car] and ranked[0].score_kind == "content_relevance"
     plain = graph.read_key(key_id=kid, query="What colour is the painted fence?").memories
     assert [m.memory_id for m in plain] == [car, mel]
+
+
+def test_a_big_key_routed_by_meaning_alone_still_previews(graph: MemoryGraph) -> None:
+    """A key of more than ALL_MEMORIES memories offers its lexical matches, or its strongest links when
+    none matches: a query that shares no word with them ("coding" -> "programming") still gets a preview."""
+    from keymem.memory.recall import ALL_MEMORIES
+
+    graph.remember_batch([{"content": f"Wrote module {i} of the billing service in Rust", "keys": ["programming"]}
+                          for i in range(ALL_MEMORIES + 5)])
+    r = graph.recall(query="coding")
+    assert r.keys[0].key == "programming" and r.keys[0].score_kind == "key_cosine"
+    assert r.keys[0].memory_count == ALL_MEMORIES + 5
+    assert r.memory is not None and r.memory.matched_key.key == "programming"
+    assert r.memory.score_kind == "content_relevance" and r.memory.score == 0.0
