@@ -45,8 +45,9 @@ def migrate(store: Store) -> list[str]:
                 tx.raw(stmt)
             tx.run("schema/record", name=step, at=time.time())
         log.info("applied schema step %s", step)
-    # Step 003's data, filled in pages (too large for one transaction); resumes if interrupted.
-    filled = walk.fill_walk_copies(store)
+    # Step 003's data, filled in pages (too large for one transaction); resumes if interrupted, and
+    # re-derived after a WAL replay (an unclean stop; see Store.replayed_wal).
+    filled = walk.fill_walk_copies(store, force=store.replayed_wal and walk.copies_ready(store))
     if filled:
         log.info("filled the association walk's copies of %d links, memories and keys", filled)
     return todo
