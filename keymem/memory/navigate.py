@@ -8,7 +8,9 @@ It never touches depth, confirmation or freshness.
 
 from __future__ import annotations
 
+import heapq
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,8 +18,8 @@ import numpy as np
 
 from keymem.errors import NotFound
 from keymem.memory import validate
-from keymem.memory.keys import key_views, keys_by_names, name_id
-from keymem.memory.tokenize import literal_tokens
+from keymem.memory.keys import key_views
+from keymem.memory.tokenize import literal_key, literal_tokens
 from keymem.memory.validity import depth_stage, iso, validity
 from keymem.memory.views import BrowseResult, KeyLinkRef, KeyMemory, MemoryView, ReadKeyResult
 from keymem.memory.write import LINK_MAX, LINK_MIN, get_memory
@@ -30,7 +32,8 @@ EXACT_LEXICAL = 2000
 FETCH_SINGLES = 24  # content of up to this many memories: one primary-key lookup each (~0.35 ms at 100k)
 LEXICAL_WINDOW = 1000
 HEBBIAN_STEP = 0.1
-NAMED_BONUS = 0.3  # read_key: on the capped-BM25 scale, for a memory of a name the query mentions
+NAMED_BONUS = 0.3  # read_key: on the capped-BM25 scale, for a memory of a name the query mentions ...
+NAMED_TOP = 100  # ... weighed for this many of the key's best memories by the rest of the score
 
 
 def preview(content: str, limit: int = PREVIEW_CHARS) -> str:
@@ -58,13 +61,16 @@ class Ranked:
     kind: str
 
 
-def rank_in_key(graph: MemoryGraph, key_id: str, namespace: str, query: str | None, now: float) -> list[Ranked]:
-    """Every visible memory of a key, best first.
+def rank_in_key(graph: MemoryGraph, key_id: str, namespace: str, query: str | None, now: float,
+                head: int | None = None) -> list[Ranked]:
+    """Every visible memory of a key, best first (equal ones by id within the first ``head``).
 
     Link weight, depth and freshness always count; with a query, capped lexical relevance
     leads, plus ``NAMED_BONUS`` for memories linked to a name the query mentions (in the key
-    "painting", "What did Melanie paint?" puts Melanie's memories first). Scoring is vectorised
-    over one row of parallel lists, so a hub key with thousands of memories costs milliseconds.
+    "painting", "What did Melanie paint?" puts Melanie's memories first; weighed for the best
+    ``NAMED_TOP`` only, which is where it can change the order a page shows). Scoring is
+    vectorised over one row of parallel lists, so a hub key with thousands of memories costs
+    milliseconds.
     For keys larger than ``EXACT_LEXICAL`` the lexical part comes from the namespace's top BM25
     hits instead of scoring each memory.
     """
@@ -81,21 +87,70 @@ def rank_in_key(graph: MemoryGraph, key_id: str, namespace: str, query: str | No
         else:
             lex = dict(graph.lexical.search(query, LEXICAL_WINDOW, namespace))
         raw = np.asarray([lex.get(i, 0.0) for i in ids], dtype=np.float64)
-        named = named_memories(graph, key_id, namespace, query, now)
-        bonus = np.asarray([NAMED_BONUS if i in named else 0.0 for i in ids], dtype=np.float64)
-        score = (0.25 + raw / (1.0 + raw) + bonus) * base
+        score = (0.25 + raw / (1.0 + raw)) * base
+        top = np.argsort(-score, kind="stable")[:NAMED_TOP]
+        named = named_memories(graph, key_id, [ids[i] for i in top.tolist()], query)
+        lift = np.asarray([ids[i] in named for i in top.tolist()], dtype=bool)
+        score[top[lift]] += NAMED_BONUS * base[top[lift]]
         kind = "content_relevance"
-    order = np.lexsort((np.asarray(ids), -created, -score))  # ties: newest, then by id (not by slot order)
-    return [Ranked(ids[i], float(score[i]), float(weights[i]), kind) for i in order.tolist()]
+    order = _ties_by_id(np.lexsort((-created, -score)), score, created, ids, head)
+    return [Ranked(ids[i], float(score[i]), float(weights[i]), kind) for i in order]
 
 
-def named_memories(graph: MemoryGraph, key_id: str, namespace: str, query: str, now: float) -> set[str]:
-    """Memories linked to a name or proper noun the query mentions literally (other than ``key_id``)."""
-    names = keys_by_names(graph, graph.store.query, sorted(name_id(namespace, t) for t in literal_tokens(query)))
+def _ties_by_id(order: np.ndarray, score: np.ndarray, created: np.ndarray, ids: list[str],
+                head: int | None = None) -> list[int]:
+    """``order`` (best score first, then newest) with runs of equal score and age ordered by id, as
+    far as the first ``head`` positions go (all when None).
+
+    ``lexsort`` leaves ties in the mirror's slot order, which follows the order rows came back from
+    the store and is not fixed. Runs are rare once memories differ in age; a run that reaches past
+    ``head`` only has its smallest ids put first, so a hub whose memories mostly tie costs no sort.
+    """
+    out: list[int] = order.tolist()
+    limit = len(out) if head is None else head
+    tie = np.flatnonzero((np.diff(score[order]) == 0) & (np.diff(created[order]) == 0)).tolist()
+    start = 0
+    while start < len(tie) and tie[start] < limit:
+        end = start
+        while end + 1 < len(tie) and tie[end + 1] == tie[end] + 1:
+            end += 1
+        a, b = tie[start], tie[end] + 2  # positions a..b-1 tie
+        run = out[a:b]
+        if b <= limit:
+            out[a:b] = sorted(run, key=lambda i: ids[i])
+        else:
+            first = heapq.nsmallest(limit - a, run, key=lambda i: ids[i])
+            chosen = set(first)
+            out[a:b] = first + [i for i in run if i not in chosen]
+        start = end + 1
+    return out
+
+
+_WORDS = re.compile(r"\w+")
+
+
+def named_memories(graph: MemoryGraph, key_id: str, memory_ids: list[str], query: str) -> set[str]:
+    """Which of ``memory_ids`` are linked to a name or proper noun (other than ``key_id``) that the
+    query mentions literally; read from the mirror, no store lookup."""
+    folded = query.casefold()
+    tokens: set[str] | None = None
+    named: dict[str, bool] = {}
     out: set[str] = set()
-    for k in names.values():
-        if k["key_type"] != "concept" and k["id"] != key_id:
-            out.update(graph.mirror.key_links(k["id"], now)[0])
+    for mid in memory_ids:
+        for k, _ in graph.mirror.memory_keys(mid):
+            hit = named.get(k)
+            if hit is None:
+                row = graph.mirror.key(k) if k != key_id else None
+                hit = False
+                # every word of the name inside the query (cheap) before the exact literal match (Kiwi)
+                if (row is not None and row["key_type"] != "concept"
+                        and all(w in folded for w in _WORDS.findall(row["text"].casefold()))):
+                    tokens = literal_tokens(query) if tokens is None else tokens
+                    hit = literal_key(row["text"]) in tokens
+                named[k] = hit
+            if hit:
+                out.add(mid)
+                break
     return out
 
 
@@ -133,7 +188,7 @@ def read_key(graph: MemoryGraph, args: dict[str, Any]) -> ReadKeyResult:
     limit = validate.count(args.get("limit"), "limit", default=10, lo=1, hi=100)
     offset = validate.count(args.get("offset"), "offset", default=0, lo=0, hi=1_000_000)
     now = graph.now()
-    ranked = rank_in_key(graph, k["id"], k["namespace"], query, now)
+    ranked = rank_in_key(graph, k["id"], k["namespace"], query, now, head=offset + limit)
     page = ranked[offset : offset + limit]
     rows = fetch(graph, [r.memory_id for r in page], now)
     view = key_views(graph, [k], k["namespace"], now, counts={k["id"]: len(ranked)})[0]

@@ -16,7 +16,7 @@ memory enters the agent's context; further hops are the agent's deliberate choic
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import heapq
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,8 +40,9 @@ LEXICAL = "content_relevance"
 KEY_EVIDENCE_WEIGHT = 0.5  # routed-key evidence's share of the choice (max-normalised BM25 = 1)
 NAMED_BOOST = 0.3  # bonus for memories of a name the query mentions, when that name is a broad key
 NAMED_HUB = 50  # a literally matched name key with more memories than this is broad
-ALL_MEMORIES = 200  # a key with more memories offers only those the query matches lexically ...
-STRONGEST_LINKS = 20  # ... or, when it matches none (routed by meaning alone), this many strongest links
+ALL_MEMORIES = 200  # a key with more memories offers only its memories among the top lexical hits ...
+BIG_KEY_HITS = 100  # ... (this many) ...
+STRONGEST_LINKS = 20  # ... or, when none is among them (routed by meaning alone), this many strongest links
 
 
 def route_keys(graph: MemoryGraph, query: str, qvec: np.ndarray, namespace: str, limit: int) -> dict[str, tuple[float, str]]:
@@ -115,33 +116,44 @@ class Candidates:
     that lead to it: recall_direct's lexical + key-path fusion restricted to these keys. BM25
     comes from one search of the namespace's top ``LEXICAL_WINDOW`` hits (exact wherever fewer
     memories match; a memory ranked below the window counts 0), which costs less than scoring
-    each key's memories; keys with more than ``ALL_MEMORIES`` memories offer only those with a
-    lexical match, or their ``STRONGEST_LINKS`` strongest links (link weight x depth x freshness)
-    when none matches.
+    each key's memories. A key of up to ``ALL_MEMORIES`` memories offers all of them; a bigger
+    one offers those among the top ``BIG_KEY_HITS`` lexical hits (so a hub costs what its hits
+    cost, not what its size does), or its ``STRONGEST_LINKS`` strongest links (link weight x
+    depth x freshness) when none is among them.
     """
 
     def __init__(self, graph: MemoryGraph, views: list[KeyView], text: str, namespace: str, now: float) -> None:
-        links = {v.key_id: graph.mirror.key_links(v.key_id, now) for v in views}
-        self.members: dict[str, list[str]] = {k: ids for k, (ids, _, _) in links.items()}
-        self.lexical = dict(graph.lexical.search(text, LEXICAL_WINDOW, namespace))
+        hits = graph.lexical.search(text, LEXICAL_WINDOW, namespace)
+        self.lexical = dict(hits)
+        self.offered: dict[str, list[str]] = {}  # key id -> the memories it offers
         evidence: dict[str, float] = {}
         factor: dict[str, float] = {}
         named: set[str] = set()
+        top_hits: dict[str, dict[str, float]] | None = None  # top lexical hits -> their links
+        hit_factors: dict[str, float] = {}
         for v in views:
-            ids, weights, slots = links[v.key_id]
-            factors, _ = graph.mirror.slot_factors(slots, now)
+            offered: list[tuple[str, float, float]]  # memory, link weight, depth x freshness
+            if v.memory_count > ALL_MEMORIES:
+                if top_hits is None:
+                    top_hits = {m: dict(graph.mirror.memory_keys(m)) for m, _ in hits[:BIG_KEY_HITS]}
+                    hit_factors = graph.mirror.rank_factors(top_hits, now)
+                offered = [(m, links[v.key_id], hit_factors[m]) for m, links in top_hits.items()
+                           if v.key_id in links and m in hit_factors]
+            else:
+                offered = []
+            if not offered:
+                ids, weights, slots = graph.mirror.key_links(v.key_id, now)
+                factors, _ = graph.mirror.slot_factors(slots, now)
+                keep = np.arange(len(ids))
+                if len(ids) > ALL_MEMORIES:  # none of its memories among the hits: its strongest links
+                    keep = np.lexsort((np.asarray(ids), -(weights * factors)))[:STRONGEST_LINKS]
+                offered = [(ids[i], float(weights[i]), float(factors[i])) for i in keep.tolist()]
+            self.offered[v.key_id] = [m for m, _, _ in offered]
             share = (v.score or 0.0) * v.specificity / LINK_INIT
-            broad_name = (v.score_kind == LITERAL and v.key_type != "concept" and v.memory_count > NAMED_HUB)
-            offered: Iterable[int] = range(len(ids))
-            if len(ids) > ALL_MEMORIES:  # a big key: what the query matches, else its strongest links
-                offered = [i for i, m in enumerate(ids) if self.lexical.get(m, 0.0) > 0]
-                if not offered:
-                    offered = np.lexsort((np.asarray(ids), -(weights * factors)))[:STRONGEST_LINKS].tolist()
-            w_list, f_list = weights.tolist(), factors.tolist()
-            for i in offered:
-                mid = ids[i]
-                evidence[mid] = evidence.get(mid, 0.0) + share * w_list[i]
-                factor[mid] = f_list[i]
+            broad_name = v.score_kind == LITERAL and v.key_type != "concept" and v.memory_count > NAMED_HUB
+            for mid, w, f in offered:
+                evidence[mid] = evidence.get(mid, 0.0) + share * w
+                factor[mid] = f
                 if broad_name:
                     named.add(mid)
         top_lex = max((self.lexical.get(m, 0.0) for m in evidence), default=0.0) or 1.0
@@ -152,16 +164,16 @@ class Candidates:
             for m, e in evidence.items()
         }
 
-    def ranked(self) -> list[str]:
-        return sorted(self.score, key=lambda m: (-self.score[m], m))
+    def best(self, n: int) -> list[str]:
+        return heapq.nsmallest(n, self.score, key=lambda m: (-self.score[m], m))
 
 
 def order_keys(views: list[KeyView], cands: Candidates, preview: str | None) -> list[KeyView]:
-    """Routing score first; equal scores by the best lexical match among the key's memories other
-    than the preview (what reading the key adds), then specificity."""
+    """Routing score first; equal scores by the best lexical match among the memories the key
+    offered other than the preview (what reading the key adds), then specificity."""
 
     def adds(v: KeyView) -> float:
-        return max((cands.lexical.get(m, 0.0) for m in cands.members.get(v.key_id, []) if m != preview), default=0.0)
+        return max((cands.lexical.get(m, 0.0) for m in cands.offered.get(v.key_id, []) if m != preview), default=0.0)
 
     return sorted(views, key=lambda v: (-(v.score or 0.0), -adds(v), -v.specificity, v.key))
 
@@ -174,11 +186,10 @@ def choose_preview(graph: MemoryGraph, cands: Candidates, text: str, now: float)
 
     Without a cross-encoder the score shown is the memory's ``content_relevance`` (capped BM25 of
     ``text``); the choice also weighed the keys that lead to it (``Candidates``)."""
-    ranked = cands.ranked()
-    if not ranked:
-        return None
     reranker = graph.reranker()
-    pool = ranked[: graph.settings.rerank_pool] if reranker is not None else ranked[:1]
+    pool = cands.best(graph.settings.rerank_pool if reranker is not None else 1)
+    if not pool:
+        return None
     rows = fetch(graph, pool, now)
     pool = [m for m in pool if m in rows]
     if not pool:
@@ -194,7 +205,7 @@ def preview_view(graph: MemoryGraph, chosen: Chosen, views: list[KeyView], cands
                  ) -> MemoryPreview:
     """The passive preview, under the first returned key that links the memory."""
     best, m, score, kind = chosen
-    matched = next(v for v in views if best in cands.members.get(v.key_id, ()))
+    matched = next(v for v in views if best in cands.offered.get(v.key_id, ()))
     weight = dict(graph.mirror.memory_keys(best))
     linked = sorted(graph.mirror.keys(weight), key=lambda k: (-weight[k["id"]], k["text"]))
     connected = [KeyRef(key_id=k["id"], key=k["text"]) for k in linked if k["id"] != matched.key_id]

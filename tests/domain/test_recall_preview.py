@@ -85,3 +85,11 @@ def test_a_big_key_routed_by_meaning_alone_still_previews(graph: MemoryGraph) ->
     assert r.keys[0].memory_count == ALL_MEMORIES + 5
     assert r.memory is not None and r.memory.matched_key.key == "programming"
     assert r.memory.score_kind == "content_relevance" and r.memory.score == 0.0
+
+
+def test_read_key_orders_equal_memories_by_id(graph: MemoryGraph) -> None:
+    """Equal score and age (the test clock stands still): by id, whatever order the store returned them in."""
+    ids = [graph.remember(content=f"note {i} about the weekly review", keys=["review"]).memory_id for i in range(6)]
+    kid = next(k.key_id for k in graph.read_memory(memory_id=ids[0]).keys)
+    assert [m.memory_id for m in graph.read_key(key_id=kid).memories] == sorted(ids)
+    assert [m.memory_id for m in graph.read_key(key_id=kid, query="weekly review").memories] == sorted(ids)
