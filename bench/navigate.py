@@ -31,10 +31,15 @@ one question's reads would change the next question's ``read_key`` ranking. The 
 (``navigate.memory_view``), with the write's two visible effects applied to the returned JSON
 (access_count + 1, the via link's weight + ``HEBBIAN_STEP``, clamped, keys re-sorted), and
 nothing written. ``recall`` and ``read_key`` write nothing. The store is therefore identical for
-every question and question order does not matter; the graph's clock is frozen once the
-store is built (``BenchClock``), so validity fields (and their token counts) are the same on
-every run. Tests check that ``peek_memory``
-equals a real ``read_memory`` on a fresh store (tests/domain/test_navigate_bench.py).
+every question and question order does not matter; the graph's clock is frozen once the store
+is built (``BenchClock``), so validity fields (and their token counts) are the same on every
+run. tests/domain/test_navigate_bench.py checks that ``peek_memory`` equals a real
+``read_memory`` and runs the policy on a tiny store.
+
+**Policy.** ``next_call``: ``recall`` first, then ``read_key`` on the keys ``choose_key``
+picks (recall's cluster in its order, then keys of memories read in full), each followed by a
+``read_memory`` of the page's best truncated preview (``choose_memory``); ``page_size`` fits
+pages to the remaining budget. ``--policy`` selects a variant (``POLICIES``).
 
 **Budgets.** Each question is run twice: *budget* (at most ``--budget-calls`` calls and
 ``--budget`` tokens; the agent sizes its pages from estimated costs, and only calls whose
@@ -45,7 +50,7 @@ the tools' default page sizes), which gives evidence recall after 1, 2, 4 and 8 
 and the flat baselines (BM25, dense) are reported at 10 results and at a matched token budget:
 their results in rank order while the *content* tokens (the bare memory texts, no JSON) stay
 within ``--budget``. The flat paths are thus charged less per memory than the agent, which pays
-for ids, validity and key lists.
+for ids, validity and key lists; the agent's memory-text tokens are reported too.
 """
 
 from __future__ import annotations
