@@ -1,4 +1,4 @@
-"""Direct associative recall: Kiwi BM25 + key routing, fused by RRF, expanded over the graph.
+"""Direct associative recall: Kiwi BM25 + key routing, fused by score, then association over the graph.
 
 1. Lexical: BM25 over each memory's key texts and content (``LexicalIndex``).
 2. Key path: the query's embedding (and its key-like phrases) routes to concept keys, its
