@@ -3,6 +3,14 @@
 Usage::
 
     python bench/scale.py --memories 10000 [--queries 200] [--json OUT] [--huge]
+    python bench/scale.py --memories 1000000 --huge --dir D [--build-only] [--max-minutes M]
+
+With ``--dir D`` the store is kept in ``D/data`` and the build is resumable: ``D/progress.json``
+records after every batch how many corpus items are written and the cumulative build seconds; run
+the same command again (after a stop, a signal, ``--max-minutes`` or a crash) and it opens the
+store, regenerates the corpus stream skipping the written items (the corpus is one seeded stream;
+skipping 1M items costs seconds) and continues. SIGTERM/SIGINT finish the batch in flight and
+record it. Once all N are written the measurements below run (``--build-only`` stops before them).
 
 Corpus (synthetic, deterministic, seed 7): memories of 8-20 words built from a Zipf-distributed
 vocabulary, so a few keys are hubs linked to thousands of memories and most keys are rare.
@@ -23,11 +31,14 @@ Measured, in this order, in one process (model loaded first):
    and ``recall_direct(hops=2, reinforce=False)``, p50/p95/p99; then ``read_key`` on the top key
    and ``read_memory`` on the top memory (p50); then the same queries through ``recall_direct``
    with Hebbian updates on (the default: one write transaction per call);
-4. store size on disk, and the time to open it again (``reopen_s``, a daemon start); RSS: after the models (MiniLM, Kiwi) are loaded and the empty store
-   opened, and the peak; ``rss_mb`` is peak minus that baseline (the store, caches and indexes,
-   not the model weights).
-5. Linear-scan baseline over the same data and queries: every key vector scored with numpy and
-   every memory scored with BM25 (bm25s ``get_scores`` over all documents): the top key's
+4. store size on disk, and the time to open it again (``reopen_s``, a daemon start; ``open_s`` is
+   this session's first open, the whole store's on a resumed build); RSS: ``rss_curve`` = RSS and
+   peak after the models (MiniLM, Kiwi) load, after the store opens, after each 10% of the writes
+   (of this session) and after the query phase, printed and in the JSON; ``rss_mb`` is the peak
+   minus RSS after the open (the store, caches and indexes, not the model weights). Only the
+   corpus items queries are drawn from are kept in memory, so the curve is the engine's.
+5. Linear-scan baseline over the same data and queries (every active memory read back from the
+   store): every key vector scored with numpy and every memory scored with BM25 (bm25s ``get_scores`` over all documents): the top key's
    memories ranked by BM25 (tool path) and BM25 + key cosine fused by RRF (direct path).
 
 Reranker off; embedding model all-MiniLM-L6-v2 int8, one ONNX thread (the default on 2 cores).
@@ -40,6 +51,7 @@ import gc
 import json
 import os
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -219,41 +231,150 @@ class LinearBaseline:
 
 
 # -- run -------------------------------------------------------------------------------------------
+PROGRESS = "progress.json"  # in --dir: what the build wrote so far (a build can resume across sessions)
+
+
+def rss_point(curve: list[dict[str, Any]], phase: str, written: int) -> None:
+    """Append (phase, memories written, current RSS, peak RSS) to the run's RSS curve."""
+    curve.append({"phase": phase, "written": written, "rss_mb": round(_common.rss_mb(), 1),
+                  "peak_mb": round(_common.peak_rss_mb(), 1)})
+
+
+def load_progress(root: Path, n: int, queries: int) -> dict[str, Any]:
+    """The build's progress file in ``root`` (a fresh one for an empty directory).
+
+    A directory holding a store without the file was not built by this script: refused, since the
+    corpus could not be resumed on it.
+    """
+    path = root / PROGRESS
+    if path.is_file():
+        prog: dict[str, Any] = json.loads(path.read_text())
+        if prog.get("seed") != SEED or prog.get("batch") != BATCH:
+            raise SystemExit(f"{path}: built with seed {prog.get('seed')} / batch {prog.get('batch')}, "
+                             f"this script uses {SEED} / {BATCH}")
+        if prog["written"] > n:
+            raise SystemExit(f"{path}: the store already holds {prog['written']} bench memories, more than --memories {n}")
+        prog["target"] = n
+        return prog
+    if (root / "data" / "keymem.kuzu").exists():
+        raise SystemExit(f"{root} holds a store without {PROGRESS}: not built by bench/scale.py; use an empty directory")
+    return {"seed": SEED, "batch": BATCH, "target": n, "written": 0, "memories": 0, "build_seconds": 0.0,
+            "sessions": [], "queries": queries}
+
+
+def save_progress(root: Path, prog: dict[str, Any]) -> None:
+    tmp = root / (PROGRESS + ".tmp")
+    tmp.write_text(json.dumps(prog, indent=2))
+    os.replace(tmp, root / PROGRESS)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     n = args.memories
     if n > 100_000 and not args.huge:
         raise SystemExit("more than 100k memories needs --huge")
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    curve: list[dict[str, Any]] = []
     model_dir = _common.minilm_dir()
     emb = _common.embedder(model_dir, threads=args.threads)
     emb.embed(["warm up the model"])
     from keymem.memory.tokenize import tokenize
 
     tokenize("한국어 형태소 분석기 불러오기")  # Kiwi's model (~100+ MB) is a model too: load it before the baseline
+    gc.collect()
+    rss_point(curve, "models_loaded", 0)
     corpus = Corpus()
     tmp = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="keymem-scale-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     data_dir = tmp / "data"
+    prog = load_progress(tmp, n, args.queries)
     extra = {"buffer_pool_mb": args.buffer_pool_mb} if args.buffer_pool_mb else {}
+    ts = time.perf_counter()
     graph = _common.open_graph(data_dir, model_dir, emb, **extra)
+    open_s = time.perf_counter() - ts
+    done = prog["written"]
+    if done:
+        found = graph.mirror.memory_total()
+        if found > prog["memories"]:  # a batch committed just before the progress file was written
+            log(f"  the store holds {found} memories, the progress file {prog['memories']}: one more batch was written")
+            done = prog["written"] = min(n, done + BATCH)
+            prog["memories"] = found
+        elif found < prog["memories"]:
+            raise SystemExit(f"{tmp}: the store holds {found} memories, fewer than the {prog['memories']} "
+                             f"{PROGRESS} records")
+    prog["sessions"].append({"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "from": done,
+                             "open_s": round(open_s, 2)})
     gc.collect()
     rss_base = _common.rss_mb()
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    log(f"N={n}: store {data_dir}, RSS after model load + open {rss_base:.0f} MB")
+    rss_point(curve, "store_open", done)
+    log(f"N={n}: store {data_dir} ({done} written before, opened in {open_s:.1f} s), "
+        f"RSS after model load + open {rss_base:.0f} MB")
 
-    items: list[dict[str, Any]] = []
-    ids: list[str] = []
+    # Only the memories queries are made from are kept (all of them would be ~1 KB each in Python):
+    # the sample is drawn up front from its own generator, the same indices as drawing it after the writes.
+    qrng = random.Random(SEED + 1)
+    sample = [qrng.randrange(n) for _ in range(args.queries)]
+    wanted = set(sample)
+    kept: dict[int, dict[str, Any]] = {}
+    t_skip = time.perf_counter()
+    for i in range(done):  # the corpus is one seeded stream: resuming regenerates (and skips) the written part
+        it = corpus.item()
+        if i in wanted:
+            kept[i] = it
+    if done:
+        log(f"  regenerated the first {done} corpus items in {time.perf_counter() - t_skip:.1f} s")
+
+    stop = {"signal": None}
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop["signal"] = signum  # finish the batch in flight, record it, then stop
+
+    old_handlers = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    deadline = time.monotonic() + args.max_minutes * 60 if args.max_minutes else None
+    marks = [max(1, round(n * f / 10)) for f in range(1, 11)]
+    next_mark = next((m for m in marks if m > done), None)
     t0 = time.perf_counter()
     last = t0
-    while len(items) < n:
-        batch = [corpus.item() for _ in range(min(BATCH, n - len(items)))]
-        res = graph.remember_batch(batch)
-        items.extend(batch)
-        ids.extend(r.memory_id for r in res.results)
+    session_written = 0
+    build_before = prog["build_seconds"]
+    while done < n:
+        if stop["signal"] is not None or (deadline is not None and time.monotonic() > deadline):
+            break
+        batch = []
+        for _ in range(min(BATCH, n - done)):
+            i = done + len(batch)
+            it = corpus.item()
+            batch.append(it)
+            if i in wanted:
+                kept[i] = it
+        graph.remember_batch(batch)
+        done += len(batch)
+        session_written += len(batch)
         now = time.perf_counter()
-        if now - last > 30 or len(items) == n:
-            log(f"  {len(items)}/{n} written, {len(items) / (now - t0):.0f}/s overall, RSS {_common.rss_mb():.0f} MB")
+        prog.update(written=done, memories=graph.mirror.memory_total(),
+                    build_seconds=round(build_before + now - t0, 1))
+        prog["sessions"][-1].update(to=done, seconds=round(now - t0, 1))
+        save_progress(tmp, prog)
+        if next_mark is not None and done >= next_mark:  # one point per 10% (per batch at small N)
+            rss_point(curve, "writes", done)
+            next_mark = next((m for m in marks if m > done), None)
+        if now - last > 30 or done == n:
+            log(f"  {done}/{n} written, {session_written / (now - t0):.0f}/s this session, "
+                f"RSS {_common.rss_mb():.0f} MB (peak {_common.peak_rss_mb():.0f} MB)")
             last = now
-    write_s = time.perf_counter() - t0
-    batch_rate = n / write_s
+    for sig, handler in old_handlers.items():
+        signal.signal(sig, handler)
+    session_s = time.perf_counter() - t0
+    if done < n or args.build_only:
+        graph.close()
+        why = "build-only" if done == n else ("signal" if stop["signal"] is not None else "--max-minutes")
+        log(f"  stopped ({why}) at {done}/{n}; {prog['build_seconds']:.0f} s of building so far; "
+            f"rerun the same command to continue")
+        return {"memories": n, "written": done, "complete": done == n, "build_seconds": prog["build_seconds"],
+                "session_seconds": round(session_s, 1), "open_s": round(open_s, 2),
+                "store_mb": round(_common.dir_mb(data_dir), 1), "rss_curve": curve}
+    resumed = len(prog["sessions"]) > 1 or prog["sessions"][-1]["from"] > 0
+    write_s = prog["build_seconds"]
+    batch_rate = n / write_s if write_s else float("nan")
 
     single = []
     for _ in range(50):
@@ -268,9 +389,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             break
         time.sleep(0.1)
 
-    qrng = random.Random(SEED + 1)
-    sample = [qrng.randrange(len(items)) for _ in range(args.queries)]
-    queries = [(corpus.query(items[i]), items[i]["namespace"]) for i in sample]
+    queries = [(corpus.query(kept[i]), kept[i]["namespace"]) for i in sample]
     for q, ns in queries[:5]:  # warm-up (statement preparation, caches)
         graph.recall(query=q, namespace=ns)
         graph.recall_direct(query=q, namespace=ns, hops=2, reinforce=False)
@@ -296,16 +415,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ts = time.perf_counter()
         graph.recall_direct(query=q, namespace=ns, hops=2)
         t_hebb.append(time.perf_counter() - ts)
+    rss_point(curve, "queries", done)
     rss_peak = _common.peak_rss_mb()
     rss_now = _common.rss_mb()
     store_mb = _common.dir_mb(data_dir)
     counts = graph.counts()
     log(f"  keymem done: recall p50 {_common.pct(t_recall, .5) * 1000:.1f} ms, "
-        f"direct p50 {_common.pct(t_direct, .5) * 1000:.1f} ms")
+        f"direct p50 {_common.pct(t_direct, .5) * 1000:.1f} ms, RSS {rss_now:.0f} MB (peak {rss_peak:.0f} MB)")
 
     base: dict[str, Any] = {}
     if not args.no_baseline:
-        docs = [(m, it["content"], it["namespace"]) for m, it in zip(ids, items, strict=True)]
+        rows = graph.store.raw("MATCH (m:Memory) WHERE m.active RETURN m.id AS id, m.content AS content, "
+                               "m.namespace AS ns ORDER BY m.id")
+        docs = [(r["id"], r["content"], r["ns"]) for r in rows]
+        del rows
         lin = LinearBaseline(graph, docs)
         for q, ns in queries[:5]:
             lin.recall(q, ns)
@@ -319,6 +442,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             b_direct.append(time.perf_counter() - ts)
         base = {"recall_ms": _common.summary_ms(b_recall), "recall_direct_ms": _common.summary_ms(b_direct),
                 "keys_scanned": len(lin.key_ids), "docs_scanned": len(lin.doc_ids)}
+        del lin, docs
     graph.close()
     # Reopen: what a daemon start costs on this store (migrations, mirror, key vectors, BM25).
     ts = time.perf_counter()
@@ -331,6 +455,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "links": counts["links"],
         "remember_batch_per_s": round(batch_rate, 1),
         "write_seconds": round(write_s, 1),
+        "build_sessions": len(prog["sessions"]),
+        "resumed": resumed,
+        "open_s": round(open_s, 2),
         "remember_ms": _common.summary_ms(single, 0.5),
         "recall_ms": _common.summary_ms(t_recall),
         "recall_direct_ms": _common.summary_ms(t_direct),
@@ -341,17 +468,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "reopen_s": round(reopen_s, 2),
         "rss_mb": round(rss_peak - rss_base, 1),
         "rss_peak_mb": round(rss_peak, 1),
-        "rss_after_model_mb": round(rss_base, 1),
+        "rss_after_model_mb": round(curve[0]["rss_mb"], 1),
+        "rss_after_open_mb": round(rss_base, 1),
         "rss_end_mb": round(rss_now, 1),
+        "rss_curve": curve,
         "baseline": base,
-        "machine": {"cpus": os.cpu_count(), "onnx_threads": args.threads, "python": sys.version.split()[0]},
-        "buffer_pool_mb": args.buffer_pool_mb or 256,
+        "machine": {"cpus": os.cpu_count(), "onnx_threads": args.threads, "python": sys.version.split()[0],
+                    "load_avg_end": [round(x, 2) for x in os.getloadavg()]},
+        "buffer_pool_mb": graph.store.buffer_pool_mb,
     }
     if not args.dir:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def print_curve(curve: list[dict[str, Any]]) -> None:
+    print("RSS curve (MB):", file=sys.stderr)
+    for p in curve:
+        print(f"  {p['phase']:<14} {p['written']:>9}  rss {p['rss_mb']:>7.0f}  peak {p['peak_mb']:>7.0f}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -363,12 +499,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, default=1, help="ONNX intra-op threads (default 1, keymem's default on 2 cores)")
     p.add_argument("--dir", default=None, help="keep the store here instead of a temporary directory")
     p.add_argument("--no-baseline", action="store_true")
-    p.add_argument("--buffer-pool-mb", type=int, default=None, help="Kuzu buffer pool (default: keymem's, 256)")
+    p.add_argument("--buffer-pool-mb", type=int, default=None, help="Kuzu buffer pool (default: keymem's)")
+    p.add_argument("--build-only", action="store_true", help="write the corpus into --dir and stop (no queries)")
+    p.add_argument("--max-minutes", type=float, default=None,
+                   help="stop building after this long (the batch in flight is finished and recorded); rerun to resume")
     args = p.parse_args(argv)
     import logging
 
     logging.basicConfig(level=logging.WARNING)
+    if args.build_only and not args.dir:
+        raise SystemExit("--build-only needs --dir")
     res = run(args)
+    print_curve(res["rss_curve"])
     print(json.dumps(res, indent=2))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
