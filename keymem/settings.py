@@ -59,6 +59,7 @@ VARS: dict[str, Var] = {
     "rerank_pool": Var("KEYMEM_RERANK_POOL", "int", "Candidates re-scored by the cross-encoder", minimum=1, maximum=500),
     "rerank_min_score": Var("KEYMEM_RERANK_MIN_SCORE", "opt_float", "Not-found gate on the top rerank logit (unset = off)"),
     "rerank_threads": Var("KEYMEM_RERANK_THREADS", "int", "ONNX intra-op threads for the reranker", minimum=1, maximum=64),
+    "blas_threads": Var("KEYMEM_BLAS_THREADS", "int", "BLAS (numpy) threads in the process that owns the store", minimum=1, maximum=64),
     "key_recall": Var("KEYMEM_KEY_RECALL", "opt_float", "Query-key cosine needed to route to a concept key", minimum=-1, maximum=1),
     "key_merge": Var("KEYMEM_KEY_MERGE", "opt_float", "Key-key cosine at which a new concept key becomes an alias", minimum=-1, maximum=1),
     "key_autolink": Var("KEYMEM_KEY_AUTOLINK", "opt_float", "Cosine for automatic alias promotion", minimum=-1, maximum=1),
@@ -120,6 +121,7 @@ class Settings:
     rerank_pool: int = 30
     rerank_min_score: float | None = None
     rerank_threads: int = field(default_factory=_default_threads)
+    blas_threads: int = 1
     key_recall: float | None = None
     key_merge: float | None = None
     key_autolink: float | None = None

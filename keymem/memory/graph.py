@@ -36,6 +36,7 @@ from keymem.memory.views import (
     RecallResult,
     RememberResult,
 )
+from keymem.native import limit_blas_threads
 from keymem.settings import Settings
 from keymem.store import migrations
 from keymem.store.db import Store
@@ -107,6 +108,7 @@ class MemoryGraph:
     ) -> MemoryGraph:
         """Open (or create) the store under ``settings.data_dir`` and make it ready to serve."""
         settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        limit_blas_threads(settings.blas_threads)  # the process that owns the store: see keymem/native.py
         if embedder is None:
             from keymem.models.factory import build_embedder
 
