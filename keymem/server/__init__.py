@@ -1,6 +1,6 @@
 """Server layer: the MCP surface, the shared daemon that owns the store, the prompt hook.
 
-stdio.py     ``keymem`` bare: the MCP stdio server (answers initialize before any model loads)
+stdio.py     ``keymem`` bare: the MCP stdio server (starts nothing until a tool call needs the store)
 tools.py     the ten tools, the memory_system_prompt prompt, live instructions (thin, pydantic-typed)
 backends.py  where tool calls go: DaemonBackend (default) or LocalBackend (KEYMEM_DAEMON=off)
 daemon.py    the one process per data dir that opens Kuzu; Unix socket + token; worker pool; sweeps

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-from keymem.server.client import DaemonClient, compatibility_warnings
+from keymem.server.client import START_TIMEOUT_S, DaemonClient, compatibility_warnings
 from keymem.server.host import GraphHost
 from keymem.settings import Settings
 
@@ -53,14 +53,15 @@ class DaemonPool:
             self._q.put(None)
 
 
-KICK_DELAY_S = 1.5  # start the daemon / load the store at the latest this long after start
+WARM_AFTER_S = 3.0  # with the prompt hook: start the daemon once a session has stayed open this long
 
 
 class Backend(Protocol):
-    def start(self) -> None: ...
+    def start(self) -> None:
+        """Start-up work that needs no store: it must not spawn the daemon nor import kuzu/onnxruntime."""
 
     def kick(self) -> None:
-        """``initialize`` has been answered: heavy start-up work may begin now."""
+        """``initialize`` has been answered."""
 
     def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Future[Any]: ...
 
@@ -70,88 +71,121 @@ class Backend(Protocol):
 
 
 class DaemonBackend:
-    """Bridge every call to the shared daemon, starting it if needed (the default)."""
+    """Bridge every call to the shared daemon, starting it on the first call that needs it (the default).
+
+    ``initialize`` and ``tools/list`` never start it: a health check (``claude mcp list``
+    connects, lists the tools and closes) must not load the embedding model. A daemon that
+    already runs is reached at start-up (that loads nothing here) for the live counts in the
+    instructions. With ``KEYMEM_HOOK_INSTALLED=true`` the daemon is also started once the
+    session has stayed open ``WARM_AFTER_S`` after ``initialize``: the prompt hook never
+    starts it, and the first prompts would otherwise get no memories until a tool call.
+    """
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.client = DaemonClient(settings, start=True)
         self.pool = DaemonPool(16, "keymem-bridge")
         self._connected = threading.Event()
-        self._absent = threading.Event()
-        self._kick = threading.Event()
+        self._hello_lock = threading.Lock()
+        self._warm: threading.Timer | None = None
 
     def start(self) -> None:
-        """Connect in the background; if no daemon runs, spawn one once ``initialize`` is answered.
-
-        Waiting for the kick keeps the daemon's import and model-loading burst off the CPU
-        while this process is still importing the SDK (the 2-second ``initialize`` budget).
-        """
-        threading.Thread(target=self._connect, name="keymem-connect", daemon=True).start()
+        """Look for a running daemon in the background; never start one here."""
+        threading.Thread(target=self._find, name="keymem-connect", daemon=True).start()
 
     def kick(self) -> None:
-        self._kick.set()
+        if self.settings.hook_installed and self._warm is None:
+            self._warm = threading.Timer(WARM_AFTER_S, self._warm_up)
+            self._warm.name, self._warm.daemon = "keymem-warm", True
+            self._warm.start()
 
-    def _connect(self) -> None:
+    def _find(self) -> None:
         try:
-            try:
-                info = self.client.call("ping", timeout=5.0, retry=False, start=False)
-            except Exception:
-                self._absent.set()  # no live counts for this initialize: do not wait for them
-                self._kick.wait(KICK_DELAY_S)
-                info = self.client.call("ping", timeout=None)
-            self.client.info = info
-            log.info("connected to keymem daemon %s (%s)", info.get("pid"), info.get("state"))
-            for warning in compatibility_warnings(info, self.settings):
-                log.warning("%s", warning)
+            self._greet(self.client.call("ping", timeout=5.0, retry=False, start=False))
         except Exception as exc:
-            log.warning("keymem daemon not reachable yet: %s", exc)
+            log.info("no keymem daemon running (%s); the first tool call starts one", exc)
         finally:
             self._connected.set()
 
+    def _warm_up(self) -> None:
+        try:
+            self._hello()
+        except Exception as exc:
+            log.warning("keymem daemon not started: %s", exc)
+
+    def _hello(self) -> None:
+        """Reach the daemon, starting it if none runs (waits for its socket, ``START_TIMEOUT_S``)."""
+        with self._hello_lock:
+            if self.client.info is None:
+                self._greet(self.client.call("ping", timeout=START_TIMEOUT_S))
+
+    def _greet(self, info: dict[str, Any]) -> None:
+        self.client.info = info
+        log.info("connected to keymem daemon %s (%s)", info.get("pid"), info.get("state"))
+        for warning in compatibility_warnings(info, self.settings):
+            log.warning("%s", warning)
+
+    def _call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Any:
+        if self.client.info is None:
+            self._hello()
+        return self.client.call(method, params, source=source)
+
     def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Future[Any]:
-        return self.pool.submit(lambda: self.client.call(method, params, source=source))
+        return self.pool.submit(self._call, method, params, source)
 
     def counts(self, timeout: float) -> dict[str, Any] | None:
+        """The running daemon's counts, or None (never starts one)."""
         deadline = time.monotonic() + timeout
-        if self._absent.is_set() and not self._connected.is_set():
-            return None
-        if not self._connected.wait(timeout):
+        if not self._connected.wait(timeout) or self.client.info is None:
             return None
         try:
-            result = self.client.call("counts", timeout=max(0.05, deadline - time.monotonic()), retry=False)
+            result = self.client.call("counts", timeout=max(0.05, deadline - time.monotonic()), retry=False,
+                                      start=False)
         except Exception:
             return None
         return result if isinstance(result, dict) else None
 
     def close(self) -> None:
+        if self._warm is not None:
+            self._warm.cancel()
         self.pool.close()
         self.client.close()
 
 
 class LocalBackend:
-    """``KEYMEM_DAEMON=off``: this process opens the store itself (one client only)."""
+    """``KEYMEM_DAEMON=off``: this process opens the store itself (one client only).
+
+    The store opens on the first tool call, not at start-up: a health check must neither load
+    the models nor take Kuzu's write lock from the session that holds it. That first call waits
+    for the models to load (as it would wait for a cold daemon).
+    """
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.host = GraphHost(settings)
         self.pool = DaemonPool(4, "keymem-local")
-        self._kick = threading.Event()
+        self._open_lock = threading.Lock()
+        self._opened = False
 
     def start(self) -> None:
-        """Open the store (MemoryGraph.open sweeps expired memories) once ``initialize`` is answered:
-        importing kuzu and the models on another thread would hold the GIL the SDK import needs."""
-
-        def later() -> None:
-            self._kick.wait(KICK_DELAY_S)
-            self.host.start()
-
-        threading.Thread(target=later, name="keymem-local-start", daemon=True).start()
+        """Nothing to do before the first call (see :meth:`open`)."""
 
     def kick(self) -> None:
-        self._kick.set()
+        pass
+
+    def open(self) -> GraphHost:
+        """Start opening the store (MemoryGraph.open sweeps expired memories) once; returns the host."""
+        with self._open_lock:
+            if not self._opened:
+                self._opened = True
+                self.host.start()
+        return self.host
+
+    def _call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Any:
+        return self.open().call(method, params, source)
 
     def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Future[Any]:
-        return self.pool.submit(self.host.call, method, params, source)
+        return self.pool.submit(self._call, method, params, source)
 
     def counts(self, timeout: float) -> dict[str, Any] | None:
         if self.host.graph is not None:

@@ -74,10 +74,11 @@ def acquire_lock(data_dir: Path) -> int | None:
     return fd
 
 
-def rss_kb() -> dict[str, int]:
+def rss_kb(pid: int | str = "self") -> dict[str, int]:
+    """VmRSS and VmHWM (peak) of a process in KiB, from /proc (empty where there is no /proc)."""
     out: dict[str, int] = {}
     with contextlib.suppress(OSError):
-        for line in Path("/proc/self/status").read_text().splitlines():
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             key, _, rest = line.partition(":")
             if key in ("VmRSS", "VmHWM"):
                 out[key] = int(rest.split()[0])

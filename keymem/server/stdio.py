@@ -1,9 +1,11 @@
 """``keymem`` run bare: the MCP server on stdio.
 
-It answers ``initialize``/``tools/list`` before any model loads (the SDK is the only heavy
-import on this path; kuzu, onnxruntime and the domain load in the daemon, or on a background
-thread with ``KEYMEM_DAEMON=off``). By default every tool call is bridged to the shared daemon,
-which this process starts, detached, when none is running.
+It answers ``initialize``/``tools/list`` without loading anything heavy (the SDK is the only
+large import on this path; kuzu, onnxruntime and the domain load in the daemon, or in this
+process on the first tool call with ``KEYMEM_DAEMON=off``). By default every tool call is
+bridged to the shared daemon, which the first tool call starts, detached, when none is running
+(see :class:`~keymem.server.backends.DaemonBackend`): a health check that only initializes and
+lists the tools starts nothing. ``bench/startup_rss.py`` measures this process's memory then.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def serve() -> int:
     if settings.daemon == "off":
         os.umask(0o077)  # this process writes the store (and Kuzu's WAL) itself: keep it owner-only
     backend = LocalBackend(settings) if settings.daemon == "off" else DaemonBackend(settings)
-    backend.start()  # spawn/connect (or open the store) while the SDK imports
+    backend.start()  # look for a running daemon while the SDK imports; never spawns one
 
     from keymem.server.tools import build_server
     from keymem.server.transport import serve_stdio

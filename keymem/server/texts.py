@@ -69,7 +69,7 @@ def instructions(counts: dict[str, Any] | None, hook_installed: bool) -> str:
             + (" (models still loading)." if counts.get("loading") else ".")
         )
     else:
-        size = "The store is still opening; counts are not known yet."
+        size = "Its counts are not known yet (the store opens when a tool first needs it)."
     start = HOOK_START if hook_installed else NO_HOOK_START
     return (
         f"keymem: associative long-term memory for this user. {size} {start} "

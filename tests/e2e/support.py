@@ -8,9 +8,11 @@ stay under ~104 bytes.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +28,50 @@ from keymem.server.protocol import pid_alive, read_pid
 from keymem.settings import Settings, load_settings
 
 SERVER_CMD = [sys.executable, "-m", "keymem.cli.main"]
+HEAVY_LIBS = ("kuzu", "onnxruntime")  # shared objects the stdio server must not map before a tool call
+
+
+@contextlib.contextmanager
+def bare_session(env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, Any]]]:
+    """A ``keymem`` stdio server that has answered ``initialize`` and ``tools/list``, and nothing else.
+
+    Raw JSON-RPC lines over pipes (what a health check such as ``claude mcp list`` sends).
+    Yields the process, still running, and the initialize result; closes stdin afterwards.
+    """
+    proc = subprocess.Popen(SERVER_CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    try:
+        init = rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        listed = rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert listed is not None and len(listed["result"]["tools"]) == 10
+        assert init is not None
+        yield proc, init["result"]
+    finally:
+        assert proc.stdin
+        proc.stdin.close()
+        proc.wait(timeout=15)
+
+
+def rpc(proc: subprocess.Popen[bytes], msg: dict[str, Any]) -> dict[str, Any] | None:
+    """Send one JSON-RPC line to a stdio server; for a request, return the next line it answers."""
+    assert proc.stdin and proc.stdout
+    proc.stdin.write((json.dumps(msg) + "\n").encode())
+    proc.stdin.flush()
+    if "id" not in msg:
+        return None
+    return json.loads(proc.stdout.readline())  # type: ignore[no-any-return]
+
+
+def mapped_libraries(pid: int, names: tuple[str, ...] = HEAVY_LIBS) -> list[str]:
+    """The shared objects of process ``pid`` whose file name mentions one of ``names``."""
+    found = set()
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        base = os.path.basename(fields[5]) if len(fields) == 6 else ""
+        if ".so" in base and any(n in base for n in names):
+            found.add(fields[5])
+    return sorted(found)
 
 
 @dataclass

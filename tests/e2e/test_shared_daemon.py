@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.e2e.support import SERVER_CMD, Keymem, daemon_processes, keymem_env
+from tests.e2e.support import SERVER_CMD, Keymem, bare_session, daemon_processes, keymem_env
 from tests.e2e.test_stdio_tools import Session, params
 
 pytestmark = pytest.mark.timeout(180)
@@ -82,25 +82,8 @@ def test_kill_9_daemon_mid_session_then_continue(km: Keymem) -> None:
 def _initialize_time(env: dict[str, str]) -> tuple[float, dict[str, Any]]:
     """Seconds from process start until tools/list answered, and the initialize result."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(SERVER_CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    assert proc.stdin and proc.stdout
-    try:
-        def send(msg: dict[str, Any]) -> None:
-            proc.stdin.write((json.dumps(msg) + "\n").encode())  # type: ignore[union-attr]
-            proc.stdin.flush()  # type: ignore[union-attr]
-
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-        init = json.loads(proc.stdout.readline())
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        listed = json.loads(proc.stdout.readline())
-        elapsed = time.monotonic() - t0
-        assert len(listed["result"]["tools"]) == 10
-        return elapsed, init["result"]
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=15)
+    with bare_session(env) as (_, result):
+        return time.monotonic() - t0, result
 
 
 def _sdk_import_time() -> float:

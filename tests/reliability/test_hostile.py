@@ -215,8 +215,7 @@ def mcp_arena(tmp_path_factory: pytest.TempPathFactory, minilm_dir: Path) -> Ite
 
     s = _settings(tmp_path_factory.mktemp("hostile_mcp") / "data", minilm_dir)
     backend = LocalBackend(s)
-    backend.start()
-    graph = backend.host.wait(120)
+    graph = backend.open().wait(120)
     arena = Arena(graph)
     server = build_server(s, backend)
     yield server, arena

@@ -149,7 +149,7 @@ def test_prompt_texts_follow_the_hook_setting() -> None:
         assert rule in plain and rule in hooked
     assert "three times" in plain and "three times" not in hooked
     assert "prompt hook" in hooked
-    assert "still opening" in texts.instructions(None, False)
+    assert "counts are not known yet" in texts.instructions(None, False)
     assert "(models still loading)" in texts.instructions({"keys": 1, "memories": 2, "links": 3, "loading": True}, False)
 
 
