@@ -63,7 +63,10 @@ def test_codex_manifest_paths_exist(plugin: Path) -> None:
 def test_mcp_server_config(plugin: Path) -> None:
     servers = load(plugin / ".mcp.json")["mcpServers"]
     keymem = servers["keymem"]
-    assert keymem["command"] == "uvx" and keymem["args"] == ["keymem"]
+    # Claude Code substitutes ${CLAUDE_PLUGIN_ROOT}; Codex does not, and starts it in the plugin root (cwd).
+    assert keymem["command"] == "sh" and keymem["args"][0] == "-c" and keymem["cwd"] == "."
+    assert keymem["args"][1] == 'r="${CLAUDE_PLUGIN_ROOT}"; [ -d "$r" ] || r=.; exec "$r/bin/keymem-run" "$@"'
+    assert (plugin / "bin" / "keymem-run").is_file()
     assert keymem["env"]["KEYMEM_HOOK_INSTALLED"] == "true"
 
 
@@ -73,7 +76,8 @@ def test_hook_config(plugin: Path) -> None:
     assert list(hooks) == ["UserPromptSubmit"]
     (group,) = hooks["UserPromptSubmit"]
     (hook,) = group["hooks"]
-    assert hook["type"] == "command" and hook["command"].endswith("keymem hook")
+    assert hook["type"] == "command" and hook["command"].endswith('exec "$r/bin/keymem-run" hook')
+    assert hook["command"].startswith('r="${CLAUDE_PLUGIN_ROOT}";')
     assert hook["timeout"] * 1000 > 9000, "the hook's own budget (KEYMEM_HOOK_TIMEOUT_MS=9000) must fit"
 
 
