@@ -63,7 +63,7 @@ def plugin_copy(checkout: Path, where: Path) -> Path:
 
 @pytest.fixture
 def stub_uvx(tmp_path: Path) -> Path:
-    """A ``uvx`` that records its arguments and stdin, complains on stderr and fails like uv (exit 2)."""
+    """A ``uvx`` that records its arguments and stdin, complains on stderr and exits 2 (as uv does on a bad call)."""
     bin_dir = tmp_path / "stub-bin"
     bin_dir.mkdir()
     uvx = bin_dir / "uvx"
@@ -149,6 +149,29 @@ def test_real_uvx_offline_with_nothing_cached(bare_checkout: Path, tmp_path: Pat
     assert (hook.code, hook.out, hook.err) == (0, "", "")
     server = run(launcher, "--version", env={**env, "UV_OFFLINE": "1"}, timeout=30)
     assert server.code != 0 and server.out == "" and "keymem" in server.err
+
+
+@pytest.mark.slow
+def test_real_uvx_runs_a_checkout_and_rebuilds_it_after_an_edit(bare_checkout: Path, tmp_path: Path,
+                                                                km: Keymem) -> None:
+    """``uvx --from <checkout>`` with an empty uv cache (every dependency from the index), then an edit."""
+    path = tool_path(Path(BASE_PATH))
+    if not shutil.which("uvx", path=path):
+        pytest.skip("uvx is not installed (pip install -e '.[test]' brings it)")
+    launcher = bare_checkout / LAUNCHER
+    env = base_env(km, path, UV_CACHE_DIR=str(tmp_path / "uv-cache"), UV_TOOL_DIR=str(tmp_path / "tools"))
+    version = f"keymem {project()['version']}"
+    ran = run(launcher, "--version", env=env, timeout=900)
+    assert (ran.code, ran.out.strip()) == (0, version), ran.err
+
+    main = bare_checkout / "keymem" / "cli" / "main.py"
+    line = 'typer.echo(f"keymem {__version__}")'
+    assert line in main.read_text()
+    main.write_text(main.read_text().replace(line, 'typer.echo(f"keymem (edited) {__version__}")'))
+    ran = run(launcher, "--version", env=env, timeout=300)
+    assert ran.out.strip() == f"keymem (edited) {project()['version']}", "[tool.uv] cache-keys: edits rebuild"
+    hook = run(launcher, "hook", env=env, stdin=HOOK_INPUT, timeout=30)
+    assert (hook.code, hook.out, hook.err) == (0, "", "")
 
 
 @pytest.mark.parametrize("where", ["checkout", "cache"])
