@@ -73,6 +73,11 @@ def stub_uvx(tmp_path: Path) -> Path:
     return bin_dir
 
 
+def uvx_args(tmp_path: Path) -> list[str]:
+    """The arguments the stub uvx was last called with."""
+    return (tmp_path / "uvx.args").read_text().split("\n")[:-1]
+
+
 @dataclass
 class Ran:
     code: int
@@ -128,11 +133,11 @@ def test_uvx_command_lines(where: str, bare_checkout: Path, stub_uvx: Path, tmp_
 
     server = run(launcher, "--version", env=env)
     assert server.code == 2 and "stub uvx failed" in server.err, "the server passes uvx's exit and errors on"
-    assert (tmp_path / "uvx.args").read_text().split("\n")[:-1] == ["--from", source, "keymem", "--version"]
+    assert uvx_args(tmp_path) == ["--from", source, "keymem", "--version"]
 
     hook = run(launcher, "hook", env=env, stdin=HOOK_INPUT)
     assert (hook.code, hook.out, hook.err) == (0, "", ""), "exit 2 from a hook would block the prompt"
-    assert (tmp_path / "uvx.args").read_text().split("\n")[:-1] == ["--offline", "--quiet", "--from", source,
+    assert uvx_args(tmp_path) == ["--offline", "--quiet", "--from", source,
                                                                      "keymem", "hook"]
     assert (tmp_path / "uvx.stdin").read_text() == HOOK_INPUT
 
@@ -218,6 +223,15 @@ def cli(*cmd: str, env: dict[str, str], cwd: Path, timeout: float = 120) -> str:
     return out
 
 
+def project_dir(cli_name: str, package: str, env: dict[str, str], tmp_path: Path) -> Path:
+    """The directory a user runs the CLI in; the test is skipped when the CLI is not installed."""
+    if not shutil.which(cli_name, path=env["PATH"]):
+        pytest.skip(f"the {cli_name} CLI is not installed (npm install -g {package})")
+    work = tmp_path / "project"
+    work.mkdir()
+    return work
+
+
 def hook_command(plugin_root: Path) -> str:
     (group,) = json.loads((plugin_root / "hooks" / "hooks.json").read_text())["hooks"]["UserPromptSubmit"]
     (hook,) = group["hooks"]
@@ -253,10 +267,7 @@ def cli_home(tmp_path: Path, km: Keymem) -> Iterator[dict[str, str]]:
 
 def test_claude_code_installs_the_marketplace_from_a_checkout(checkout: Path, cli_home: dict[str, str],
                                                               tmp_path: Path) -> None:
-    if not shutil.which("claude", path=cli_home["PATH"]):
-        pytest.skip("the Claude Code CLI is not installed (npm install -g @anthropic-ai/claude-code)")
-    work = tmp_path / "project"
-    work.mkdir()
+    work = project_dir("claude", "@anthropic-ai/claude-code", cli_home, tmp_path)
     out = cli("claude", "plugin", "marketplace", "add", str(checkout), env=cli_home, cwd=work)
     assert "Successfully added marketplace: keymem" in out
     out = cli("claude", "plugin", "install", "keymem@keymem", env=cli_home, cwd=work)
@@ -277,8 +288,7 @@ def test_claude_code_installs_the_marketplace_from_a_checkout(checkout: Path, cl
 def test_claude_code_from_a_git_marketplace_runs_the_package(checkout: Path, cli_home: dict[str, str],
                                                              tmp_path: Path, stub_uvx: Path) -> None:
     """Added as owner/repo, the plugin lands in Claude Code's cache: not a checkout, so the package."""
-    if not shutil.which("claude", path=cli_home["PATH"]):
-        pytest.skip("the Claude Code CLI is not installed (npm install -g @anthropic-ai/claude-code)")
+    work = project_dir("claude", "@anthropic-ai/claude-code", cli_home, tmp_path)
     repo = tmp_path / "repo"
     shutil.copytree(checkout, repo, ignore=shutil.ignore_patterns(".venv"))
     git = {**cli_home, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
@@ -290,8 +300,6 @@ def test_claude_code_from_a_git_marketplace_runs_the_package(checkout: Path, cli
     for remote in ("https://github.com/keymem-test/keymem", "git@github.com:keymem-test/keymem"):
         subprocess.run(["git", "config", "--global", "--add", f"url.file://{tmp_path}/keymem.insteadOf", remote],
                        env=git, check=True)
-    work = tmp_path / "project"
-    work.mkdir()
     cli("claude", "plugin", "marketplace", "add", "keymem-test/keymem", env=git, cwd=work, timeout=180)
     cli("claude", "plugin", "install", "keymem@keymem", env=git, cwd=work)
     installed = json.loads((Path(cli_home["HOME"]) / ".claude" / "plugins" / "installed_plugins.json").read_text())
@@ -301,16 +309,13 @@ def test_claude_code_from_a_git_marketplace_runs_the_package(checkout: Path, cli
 
     env = {**cli_home, "PATH": f"{stub_uvx}:{BASE_PATH}"}
     ran = run(root / "bin" / "keymem-run", env=env)
-    assert ran.code == 2 and (tmp_path / "uvx.args").read_text().split("\n")[:-1] == ["--from", "keymem", "keymem"]
+    assert ran.code == 2 and uvx_args(tmp_path) == ["--from", "keymem", "keymem"]
 
 
 def test_codex_installs_the_marketplace_from_a_checkout(checkout: Path, cli_home: dict[str, str],
                                                         tmp_path: Path) -> None:
     """Codex's own steps: marketplace add, plugin add; then its MCP entry started as Codex starts it."""
-    if not shutil.which("codex", path=cli_home["PATH"]):
-        pytest.skip("the Codex CLI is not installed (npm install -g @openai/codex)")
-    work = tmp_path / "project"
-    work.mkdir()
+    work = project_dir("codex", "@openai/codex", cli_home, tmp_path)
     out = cli("codex", "plugin", "marketplace", "add", str(checkout), env=cli_home, cwd=work)
     assert "Added marketplace `keymem`" in out
     out = cli("codex", "plugin", "add", "keymem@keymem", env=cli_home, cwd=work)
