@@ -16,6 +16,16 @@ from keymem.errors import ModelError
 
 _PAD_TOKENS = ("[PAD]", "<pad>", "<|padding|>")
 
+# onnxruntime's CPU memory arena is off: it keeps what the largest call needed for the life of the
+# session, and a daemon embeds mostly short strings with now and then a long one (a prompt-hook
+# query, a reranker pool). Measured with MiniLM int8 (bench/onnx_memory.py, docs/design.md
+# "Memory"): after one batch of 8 texts of 256 tokens the process holds 388 MB with the arena and
+# 229 MB without; short-query latency is the same within noise. The memory-pattern planner stays
+# at onnxruntime's default (on: no measured difference either way). Module-level so a benchmark
+# can A/B them.
+CPU_MEM_ARENA = False
+MEM_PATTERN = True
+
 
 def check_model_dir(model_dir: Path, model_file: str, what: str) -> tuple[Path, Path]:
     """(model path, tokenizer path), or a ModelError naming what is missing."""
@@ -42,6 +52,8 @@ def open_session(model_path: Path, threads: int) -> Any:
     # (measured: recall_direct p50 24 -> 73 ms with 2 spinning threads on 2 cores).
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.enable_cpu_mem_arena = CPU_MEM_ARENA
+    opts.enable_mem_pattern = MEM_PATTERN
     opts.log_severity_level = 3  # keep ORT's warnings off stderr noise; errors still raise
     try:
         return ort.InferenceSession(str(model_path), sess_options=opts, providers=["CPUExecutionProvider"])

@@ -30,14 +30,19 @@ SENTINEL = "__sentinel__"
 INDEX_NAME = "keyvec_hnsw"
 
 
+GROWTH = 1.25  # a block's matrix grows by a quarter (doubling left up to half of it unused)
+HEADROOM = 1 / 16  # spare rows a block keeps after a load, for the writes that follow
+
+
 @dataclass
 class _Block:
-    """The vectors of one namespace, grown by doubling; deletes swap with the last row."""
+    """The vectors of one namespace, grown by a quarter when full; deletes swap with the last row."""
 
     dim: int
     ids: list[str] = field(default_factory=list)
     mat: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     pos: dict[str, int] = field(default_factory=dict)
+    growth: float = GROWTH  # 2 while a load streams the rows in (then trimmed)
 
     def __post_init__(self) -> None:
         self.mat = np.zeros((16, self.dim), dtype=np.float32)
@@ -48,12 +53,22 @@ class _Block:
             return
         n = len(self.ids)
         if n == self.mat.shape[0]:
-            grown = np.zeros((max(16, n * 2), self.dim), dtype=np.float32)
-            grown[:n] = self.mat[:n]
-            self.mat = grown
+            self._resize(max(16, int(n * self.growth)))
         self.mat[n] = vec
         self.ids.append(key_id)
         self.pos[key_id] = n
+
+    def _resize(self, rows: int) -> None:
+        n = len(self.ids)
+        resized = np.zeros((max(rows, n), self.dim), dtype=np.float32)
+        resized[:n] = self.mat[:n]
+        self.mat = resized
+
+    def trim(self) -> None:
+        """Drop the spare rows growth left, keeping ``HEADROOM`` (after a load)."""
+        n = len(self.ids)
+        self._resize(max(16, n + int(n * HEADROOM)))
+        self.growth = GROWTH
 
     def remove(self, key_id: str) -> None:
         i = self.pos.pop(key_id, None)
@@ -129,7 +144,9 @@ class KeyVectors:
             self._blocks.clear()
             # Streamed: 50k keys x 384 floats as Python lists would hold ~500 MB at once.
             for row in self.store.stream("vectors/all"):
-                self._block(row["namespace"]).add(row["id"], np.asarray(row["vec"], dtype=np.float32))
+                self._block(row["namespace"], growth=2.0).add(row["id"], np.asarray(row["vec"], dtype=np.float32))
+            for block in self._blocks.values():
+                block.trim()
 
     def ensure_index(self) -> None:
         with self._lock:
@@ -141,10 +158,10 @@ class KeyVectors:
                 self.indexed = True
             self._blocks.clear()
 
-    def _block(self, namespace: str) -> _Block:
+    def _block(self, namespace: str, growth: float = GROWTH) -> _Block:
         block = self._blocks.get(namespace)
         if block is None:
-            block = self._blocks[namespace] = _Block(self.dim)
+            block = self._blocks[namespace] = _Block(self.dim, growth=growth)
         return block
 
     # -- writes (inside the caller's transaction) -------------------------------------

@@ -177,3 +177,12 @@ def test_corrupt_model_is_a_model_error(tmp_path: Path, minilm_dir: Path) -> Non
     (tmp_path / "model.onnx").write_bytes(b"this is not an onnx file")
     with pytest.raises(ModelError, match="Cannot load ONNX model"):
         OnnxEmbedder(tmp_path, name="x")
+
+
+def test_session_runs_without_the_cpu_memory_arena(minilm_embedder: OnnxEmbedder) -> None:
+    # The arena would keep the largest call's buffers for the daemon's lifetime (bench/onnx_memory.py).
+    opts = minilm_embedder._session.get_session_options()
+    assert opts.enable_cpu_mem_arena is False
+    assert opts.intra_op_num_threads >= 1 and opts.inter_op_num_threads == 1
+    long_batch = minilm_embedder.embed([" ".join(TEXTS * 40)] * 8)
+    assert long_batch.shape[0] == 8 and np.isfinite(long_batch).all()

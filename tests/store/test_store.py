@@ -190,3 +190,28 @@ def test_backups_are_pruned_to_the_newest(store: Store) -> None:
     made = [store.backup(f"r{i}") for i in range(KEEP_BACKUPS + 3)]
     left = sorted(p.name for p in made[0].parent.iterdir())
     assert left == sorted(p.name for p in made[-KEEP_BACKUPS:])
+
+
+def test_loaded_key_cache_keeps_little_spare_room(store: Store) -> None:
+    # A load streams rows into blocks grown by doubling, then trims them; later writes grow by a quarter.
+    from keymem.store.vectors import HEADROOM
+
+    rng = np.random.default_rng(3)
+    vecs = KeyVectors(store, 8, index_min_keys=10_000)
+    vecs.create_table()
+    data = {f"k_{i:08x}": _unit(rng, 8) for i in range(1000)}
+    with store.write() as tx:
+        for kid, v in data.items():
+            vecs.insert(tx, kid, "a", v)
+    vecs.load()
+    block = vecs._blocks["a"]
+    assert len(block.ids) == 1000
+    assert block.mat.shape[0] == 1000 + int(1000 * HEADROOM)
+    more = {f"k_{i:08x}": _unit(rng, 8) for i in range(1000, 1200)}
+    with store.write() as tx:
+        for kid, v in more.items():
+            vecs.insert(tx, kid, "a", v)
+    assert len(block.ids) == 1200 and block.mat.shape[0] < 1200 * 1.3
+    for kid in ("k_00000000", "k_000004af"):
+        v = {**data, **more}[kid]
+        assert vecs.search(v, "a", 1)[0][0] == kid
