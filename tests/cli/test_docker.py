@@ -36,7 +36,10 @@ def _instructions() -> list[tuple[str, str]]:
 def test_dockerfile_instructions() -> None:
     steps = _instructions()
     assert {w for w, _ in steps} <= INSTRUCTIONS
-    assert steps[0] == ("FROM", "python:3.11-slim")
+    # The base is a build argument whose default is the official Python image.
+    assert steps[0] == ("ARG", "BASE=python:3.11-slim")
+    assert steps[1] == ("FROM", "${BASE}")
+    assert [w for w, _ in steps].count("FROM") == 1
     runs = " ".join(r for w, r in steps if w == "RUN")
     assert "pip install ." in runs
     copies = [r.split()[0] for w, r in steps if w == "COPY"]
