@@ -15,6 +15,9 @@ def test_defaults() -> None:
     assert s.decay_standard_days == 90 and s.half_life_days("permanent") is None
     assert s.rerank is True and s.rerank_pool == 30 and s.rerank_min_score is None
     assert 1 <= s.embed_threads <= 6
+    assert s.buffer_pool_mb is None  # sized to the store at open
+    assert load_settings({"KEYMEM_BUFFER_POOL_MB": "96"}).buffer_pool_mb == 96
+    assert load_settings({"KEYMEM_BUFFER_POOL_MB": ""}).buffer_pool_mb is None
     assert all(src == "default" for src in s.sources.values())
 
 
@@ -40,6 +43,8 @@ def test_values_parsed_and_sources_recorded(tmp_path: Path) -> None:
     ({"KEYMEM_DECAY_TRANSIENT_DAYS": "inf"}, "KEYMEM_DECAY_TRANSIENT_DAYS"),
     ({"KEYMEM_DECAY_TRANSIENT_DAYS": "nan"}, "KEYMEM_DECAY_TRANSIENT_DAYS"),
     ({"KEYMEM_RERANK_POOL": "many"}, "KEYMEM_RERANK_POOL"),
+    ({"KEYMEM_BUFFER_POOL_MB": "32"}, "KEYMEM_BUFFER_POOL_MB"),
+    ({"KEYMEM_BUFFER_POOL_MB": "big"}, "KEYMEM_BUFFER_POOL_MB"),
     ({"KEYMEM_RERANK": "maybe"}, "KEYMEM_RERANK"),
     ({"EMBEDDING_BACKEND": "cohere"}, "EMBEDDING_BACKEND"),
     ({"KEYMEM_RECALL_HOPS": "9"}, "KEYMEM_RECALL_HOPS"),

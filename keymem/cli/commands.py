@@ -50,6 +50,13 @@ def stats(
                + (f"  loaded {m['loaded']}" if m.get("loaded") else ""))
     sch = data["schema"]
     typer.echo(f"schema      {', '.join(sch['applied']) or '(none)'}")
+    proc = data.get("process")
+    if proc and proc.get("rss_kb"):
+        who = f"daemon pid {proc['pid']}" if data["served_by"] == "daemon" else "this command, no daemon running"
+        pool = proc["buffer_pool"]
+        typer.echo(f"memory      RSS {human_bytes(proc['rss_kb'] * 1024)} now, {human_bytes(proc['peak_rss_kb'] * 1024)} "
+                   f"peak ({who}); Kuzu buffer pool {human_bytes(pool['used_bytes'])} of "
+                   f"{human_bytes(pool['capacity_bytes'])}")
     typer.echo("namespaces  " + (", ".join(f"{r['namespace']} ({r['n']})" for r in data["namespaces"]) or "(none)"))
     if data["hubs"]:
         typer.echo(f"top keys    (hub = {data['hub_min_links']}+ active memories)")

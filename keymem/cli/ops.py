@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 import time
 from collections.abc import Callable
@@ -298,7 +299,18 @@ def stats(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
         "model": {"stored_fingerprint": meta.get("embedding_fingerprint"), "dim": meta.get("embedding_dim"),
                   "loaded": getattr(embedder, "fingerprint", None)},
         "schema": {"applied": migrations.applied(store), "available": migrations.available()},
+        "process": process_memory(store),
     }
+
+
+def process_memory(store: Any) -> dict[str, Any]:
+    """The serving process's RSS now and at its peak, and Kuzu's buffer pool (used includes cache)."""
+    from keymem.server.daemon import rss_kb
+
+    rss = rss_kb()
+    used, capacity = store.pool_usage()
+    return {"pid": os.getpid(), "rss_kb": rss.get("VmRSS"), "peak_rss_kb": rss.get("VmHWM"),
+            "buffer_pool": {"used_bytes": used, "capacity_bytes": capacity}}
 
 
 # -- export / import / check --------------------------------------------------------------------

@@ -10,7 +10,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -179,43 +179,62 @@ class MemoryGraph:
         return done
 
     def _load_lexical(self) -> None:
-        """Fill the BM25 index from each memory's stored terms; tokenise (and store) only what lacks them."""
-        from keymem.memory.tokenize import TERMS_SEP, tokenizer_fingerprint
+        """Fill the BM25 index from each memory's stored terms; tokenise (and store) only what lacks them.
+
+        Stored terms are reused while the tokenizer is unchanged: the non-Korean fingerprint for
+        every memory, and Kiwi's (``lexical_tokenizer_ko``) for memories whose terms hold Hangul. Kiwi
+        is built here only when the store holds such memories.
+        """
+        from keymem.memory.tokenize import TERMS_SEP, has_hangul, korean_fingerprint, tokenizer_fingerprint
 
         now = self.now()
         fingerprint = tokenizer_fingerprint()
         same = self.meta("lexical_tokenizer") == fingerprint
-        row = self.store.paged("memory/active_terms", now=now)
-        ids, namespaces, terms, missing = row["ids"], row["namespaces"], row["terms"], row["missing"]
-        docs: list[tuple[str, str | list[str], str]] = []
         redo: set[str] = set()
-        for mid, ns, t, miss in zip(ids, namespaces, terms, missing, strict=True):
-            if miss or not same:
-                redo.add(mid)
-            else:
-                docs.append((mid, t.split(TERMS_SEP) if t else [], ns))
-        self.lexical.add_many(docs)
+        korean: set[str] = set()
+
+        def docs() -> Iterator[tuple[str, str | list[str], str]]:
+            # Lazily, a page at a time: each document's term strings live only until they are
+            # mapped to term ids (the whole table's strings at once cost ~170 MB at 100k memories).
+            for page in self.store.pages("memory/active_terms", now=now):
+                for mid, ns, t, miss in zip(page["ids"], page["namespaces"], page["terms"], page["missing"],
+                                            strict=True):
+                    if miss or not same:
+                        redo.add(mid)
+                        continue
+                    if has_hangul(t):
+                        korean.add(mid)
+                    yield mid, t.split(TERMS_SEP) if t else [], ns
+
+        self.lexical.add_many(docs())
+        if korean and self.meta("lexical_tokenizer_ko") != korean_fingerprint():
+            redo |= korean  # _retokenize stores the new Korean fingerprint
         if redo:
             self._retokenize(redo, now)
-        if not same and not self.store.read_only:
+        if self.store.read_only:
+            return
+        if not same:
             self.set_meta("lexical_tokenizer", fingerprint)
 
     def _retokenize(self, ids: set[str], now: float) -> None:
         """Tokenise memories without stored terms (older stores, imports, a tokenizer change) and store them."""
-        from keymem.memory.tokenize import TERMS_SEP, tokenize
+        from keymem.memory.tokenize import TERMS_SEP, kiwi_loaded, korean_fingerprint, tokenize
 
         log.info("tokenising %d memories for the BM25 index (stored for the next open)", len(ids))
-        done: list[tuple[str, str | list[str], str]] = []
-        for r in self.store.query("memory/active_docs", now=now):
+        done: list[tuple[str, str, str]] = []  # (id, joined terms, namespace): one string per memory
+        for r in self.store.stream("memory/active_docs", now=now):
             if r["id"] in ids:
-                done.append((r["id"], tokenize(" ".join([*(r["keys"] or []), r["content"]])), r["namespace"]))
-        self.lexical.add_many(done)
+                done.append((r["id"], TERMS_SEP.join(tokenize(" ".join([*(r["keys"] or []), r["content"]]))),
+                             r["namespace"]))
+        self.lexical.add_many((mid, t.split(TERMS_SEP) if t else [], ns) for mid, t, ns in done)
         if self.store.read_only:
             return
         for start in range(0, len(done), RETOKENIZE_BATCH):
             chunk = done[start : start + RETOKENIZE_BATCH]
             with self.store.write() as tx:
-                tx.run("memory/set_terms", rows=[{"id": mid, "terms": TERMS_SEP.join(t)} for mid, t, _ in chunk])
+                tx.run("memory/set_terms", rows=[{"id": mid, "terms": t} for mid, t, _ in chunk])
+        if kiwi_loaded():  # Korean memories were tokenised just now: their terms match this Kiwi
+            self.set_meta("lexical_tokenizer_ko", korean_fingerprint())
 
     def reload_caches(self) -> None:
         """Re-read every in-memory copy (key vectors, BM25 index, graph mirror) from the store.

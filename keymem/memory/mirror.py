@@ -24,6 +24,7 @@ import logging
 import threading
 from array import array
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,6 +45,17 @@ NO_EXPIRY = np.inf
 # memory at 100k); more use one UNWIND statement, which Kuzu plans as a scan (~40 ms at 100k).
 SINGLE_LOOKUPS = 8
 _TX_KEY = "mirror"
+
+
+@dataclass(slots=True)
+class _Links:
+    """Every LINKS edge as three parallel compact columns of row indices (for ``GraphMirror.load``)."""
+
+    mid_of: dict[str, int]
+    kid_of: dict[str, int]
+    keys: array[int] = field(default_factory=lambda: array("i"))
+    memories: array[int] = field(default_factory=lambda: array("i"))
+    weights: array[float] = field(default_factory=lambda: array("d"))
 
 
 class GraphMirror:
@@ -123,24 +135,30 @@ class GraphMirror:
         with self.store.no_writes():  # one consistent picture: no commit (or its refresh) in between
             mem = self.store.paged("mirror/memories_all")
             keys = self.store.paged("mirror/keys_all")
-            links: dict[str, list[Any]] = {"keys": [], "memories": [], "weights": []}
             ids = mem["ids"]
+            mid_of = {m: i for i, m in enumerate(ids)}
+            kid_of = {k: i for i, k in enumerate(keys["ids"])}
+            links = _Links(mid_of, kid_of)
             step = db.LOAD_PAGE
             for start in range(0, len(ids), step):
+                # A page at a time, turned into indices before the next is read: the link rows' id
+                # strings (hundreds of thousands at 100k memories) never all live at once.
                 last = ids[min(start + step, len(ids)) - 1]
                 page = columns(self.store.query("mirror/links_all", after=ids[start - 1] if start else "", last=last))
-                for name in links:
-                    links[name].extend(page[name])
+                links.keys.extend(kid_of[k] for k in page["keys"])
+                links.memories.extend(mid_of[m] for m in page["memories"])
+                links.weights.extend(page["weights"])
+                del page
             rel = columns(self.store.query("mirror/related_all"))
             self._install(mem, keys, links, rel)
 
-    def _install(self, mem: dict[str, list[Any]], keys: dict[str, list[Any]], links: dict[str, list[Any]],
+    def _install(self, mem: dict[str, list[Any]], keys: dict[str, list[Any]], links: _Links,
                  rel: dict[str, list[Any]]) -> None:
         with self._lock:
             n = len(mem["ids"])
             self._reset(max(1024, int(n * 1.25)))
             self._mids = list(mem["ids"])
-            self._mid = {m: i for i, m in enumerate(mem["ids"])}
+            self._mid = links.mid_of
             self._m_ns[:n] = [self._ns_code(s) for s in mem["namespaces"]]
             self._m_active[:n] = mem["active"]
             exp = np.asarray(mem["expires"], dtype=np.float64)
@@ -153,14 +171,13 @@ class GraphMirror:
             self._m_keys = [array("i") for _ in range(n)]
             self._m_w = [array("d") for _ in range(n)]
             self._kids = list(keys["ids"])
-            self._kid = {k: i for i, k in enumerate(keys["ids"])}
+            self._kid = links.kid_of
             self._k_ns = [self._ns_code(s) for s in keys["namespaces"]]
             self._k_text = list(keys["texts"])
             self._k_type = list(keys["types"])
             self._k_mem = [array("i") for _ in self._kids]
             self._k_w = [array("d") for _ in self._kids]
-            for kid, mid, w in zip(links["keys"], links["memories"], links["weights"], strict=True):
-                k, m = self._kid[kid], self._mid[mid]
+            for k, m, w in zip(links.keys, links.memories, links.weights, strict=True):
                 self._k_mem[k].append(m)
                 self._k_w[k].append(w)
                 self._m_keys[m].append(k)

@@ -480,26 +480,43 @@ def tokenize(text: str) -> list[str]:
 
 _PROBE = (
     "The users' favourite Libraries, cafés & naïve tests: Dr. Smith's 3.14 notes (2024-05-01) "
-    "동건이는 파이썬을 좋아했다. 서울에서 회의가 있었습니다. 東京と北京の会議 ﬁle école"
+    "東京と北京の会議 ﬁle école"
 )
+_PROBE_KO = "동건이는 파이썬을 좋아했다. 서울에서 회의가 있었습니다. Dr. Kim의 3.14"
 TERMS_SEP = "\x1f"
 
 
 def tokenizer_fingerprint() -> str:
-    """Identity of the tokenizer's behaviour: stored BM25 terms are reused only while it is unchanged.
+    """Identity of the tokenizer's behaviour outside Korean: stored BM25 terms are reused only while
+    it is unchanged.
 
-    A hash of the terms of a probe text exercising every path (Latin plurals and possessives,
-    punctuation, numbers, Kiwi's Korean morphemes and particles, CJK bigrams, Unicode
-    normalisation) plus Kiwi's version, so any change in tokenisation re-tokenises stored memories
-    on the next open instead of silently mixing old and new terms.
+    A hash of the terms of a probe text exercising the non-Korean paths (Latin plurals and
+    possessives, punctuation, numbers, CJK bigrams, Unicode normalisation), so a change in
+    tokenisation re-tokenises stored memories on the next open instead of silently mixing old and
+    new terms. It does not build Kiwi (~280 MB): a store without Korean text never pays for it.
+    Korean has its own fingerprint (:func:`korean_fingerprint`).
     """
+    import hashlib
+
+    terms = tokenize(_PROBE)
+    digest = hashlib.sha256(TERMS_SEP.join(terms).encode("utf-8")).hexdigest()[:16]
+    return f"v2-{digest}"
+
+
+def korean_fingerprint() -> str:
+    """Identity of the Korean path (Kiwi's version and the terms of a Korean probe); builds Kiwi."""
     import hashlib
 
     import kiwipiepy
 
-    terms = tokenize(_PROBE)
+    terms = tokenize(_PROBE_KO)
     digest = hashlib.sha256(TERMS_SEP.join(terms).encode("utf-8")).hexdigest()[:16]
     return f"kiwipiepy-{kiwipiepy.__version__}-{digest}"
+
+
+def has_hangul(text: str) -> bool:
+    """Whether ``text`` holds Hangul (stored terms with Hangul came from the Korean path)."""
+    return _HANGUL_RE.search(text) is not None
 
 
 def _budgeted(segments: list[tuple[bool, str]]) -> list[tuple[bool, str]]:

@@ -77,6 +77,27 @@ def pool_exhausted(exc: BaseException) -> bool:
     return "buffer manager exception" in low or "buffer pool is full" in low
 
 
+AUTO_POOL_MIN_MB = 64
+AUTO_POOL_MAX_MB = 256
+
+
+def auto_pool_mb(path: Path) -> int:
+    """The buffer pool for a store of this size when none is configured: 64 MiB plus 1/8 of the
+    database file, at most 256 MiB (a multiple of 16).
+
+    The pool caches pages long after they were read (the open's whole-table loads leave ~100 MiB
+    cached at 100k memories that no query touches again), so a fixed 256 MiB pool made even a
+    small store's daemon grow toward it. Measured at 100k memories (320 MB store, docs/design.md
+    "Memory"): 104 MiB serves the open, recall and writes, and the daemon holds ~55 MB less.
+    """
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    mb = AUTO_POOL_MIN_MB + size // (8 * 1024 * 1024)
+    return int(min(AUTO_POOL_MAX_MB, -(-mb // 16) * 16))
+
+
 def _pool_cap_mb() -> int:
     """The largest pool an open may retry with: half the machine's memory (16 GiB if unknown)."""
     try:
@@ -180,8 +201,10 @@ class Tx:
 class Store:
     """The process's Kuzu database."""
 
-    def __init__(self, path: Path, *, buffer_pool_mb: int = 512, read_only: bool = False) -> None:
+    def __init__(self, path: Path, *, buffer_pool_mb: int | None = 512, read_only: bool = False) -> None:
         self.path = Path(path)
+        if buffer_pool_mb is None:
+            buffer_pool_mb = auto_pool_mb(self.path)
         self.read_only = read_only
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # Kuzu creates its WAL and shadow files at the first write, long after opening, so the
@@ -333,13 +356,25 @@ class Store:
         it needs more than 64 MiB), so whole-table loads read ``LOAD_PAGE`` rows at a time.
         """
         out: dict[str, list[Any]] = {}
+        for page in self.pages(statement, **params):
+            for name, values in page.items():
+                out.setdefault(name, []).extend(values)
+        return out if out else _EmptyColumns()
+
+    def pages(self, statement: str, /, **params: Any) -> Iterator[dict[str, list[Any]]]:
+        """The pages of a ``$after``/``$limit`` statement one at a time (see ``paged``).
+
+        A caller that turns each page into compact structures before reading the next never holds
+        the whole table as Python objects: at 100k memories, joining every page first left ~170 MB
+        of freed small strings that the allocator could not hand back to the OS.
+        """
         after = ""
         while True:
             page = columns(self.query(statement, after=after, limit=LOAD_PAGE, **params))
-            for name, values in page.items():
-                out.setdefault(name, []).extend(values)
-            if len(page["ids"]) < LOAD_PAGE:
-                return out if out else _EmptyColumns()
+            if page.get("ids"):
+                yield page
+            if len(page.get("ids", ())) < LOAD_PAGE:
+                return
             after = page["ids"][-1]
 
     def stream(self, statement: str, /, **params: Any) -> Iterator[Row]:

@@ -74,8 +74,12 @@ def test_stats(store_env: dict[str, Any]) -> None:
     assert {r["namespace"] for r in data["namespaces"]} == {"default", "work"}
     assert data["model"]["stored_fingerprint"].startswith("local:minilm")
     assert data["store"]["bytes"] > 0 and data["served_by"] == "direct"
+    proc = data["process"]
+    assert proc["rss_kb"] > 20_000 and proc["peak_rss_kb"] >= proc["rss_kb"]
+    assert 0 < proc["buffer_pool"]["used_bytes"] <= proc["buffer_pool"]["capacity_bytes"]
     text = run_cli(["stats"], store_env["env"]).stdout
     assert "python" in text and "HUB" in text and "001_init" in text
+    assert "now," in text and "peak (this command, no daemon running)" in text
 
 
 def test_export_import_round_trip_through_the_cli(store_env: dict[str, Any], tmp_path: Path,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -186,7 +187,15 @@ def test_console_through_the_daemon(store_env: dict[str, Any]) -> None:
         assert out.returncode == 1
         assert "(1 row" in out.stdout and "read-only console" in out.stderr
         out = run_cli(["stats", "--json"], env)
-        assert json.loads(out.stdout)["served_by"] == "daemon"
+        data = json.loads(out.stdout)
+        assert data["served_by"] == "daemon"
+        daemon_pid = data["process"]["pid"]
+        status = Path(f"/proc/{daemon_pid}/status").read_text()
+        assert "keymem.server.daemon" in Path(f"/proc/{daemon_pid}/cmdline").read_bytes().decode().replace("\0", " ")
+        rss_now = int(next(ln for ln in status.splitlines() if ln.startswith("VmRSS:")).split()[1])
+        assert abs(data["process"]["rss_kb"] - rss_now) < 64 * 1024  # the daemon's own RSS, not the CLI's
+        assert data["process"]["peak_rss_kb"] >= data["process"]["rss_kb"] > 100_000  # the model is loaded there
+        assert f"peak (daemon pid {daemon_pid})" in run_cli(["stats"], env).stdout
         out = run_cli(["cypher", "--format", "json", "-c", f":expand {store_env['ids']['c']} 1"], env)
         assert out.returncode == 0, out.stderr
         assert (1, "RELATED_TO", store_env["ids"]["a"]) in {(r["hop"], r["via"], r["to"]) for r in json.loads(out.stdout)}
