@@ -30,7 +30,7 @@ class Var:
     """How one setting maps to the environment."""
 
     env: str
-    kind: str  # str | path | bool | int | opt_int | float | opt_float | opt_bool | choice
+    kind: str  # str | path | bool | int | float | opt_float | opt_bool | choice
     help: str
     positive: bool = False
     minimum: float | None = None
@@ -90,9 +90,7 @@ VARS: dict[str, Var] = {
     "hook_scope_cwd": Var("KEYMEM_HOOK_SCOPE_CWD", "bool", "Hook recalls in a namespace named after the working directory"),
     "auto_migrate": Var("KEYMEM_AUTO_MIGRATE", "bool", "Re-embed keys when the embedding model changes"),
     "force_reembed": Var("KEYMEM_FORCE_REEMBED", "bool", "Re-embed every key once on start"),
-    "buffer_pool_mb": Var(
-        "KEYMEM_BUFFER_POOL_MB", "opt_int", "Kuzu buffer pool size (MiB; unset = sized to the store, 64-256)", minimum=64
-    ),
+    "buffer_pool_mb": Var("KEYMEM_BUFFER_POOL_MB", "int", "Kuzu buffer pool size (MiB)", minimum=64),
     "vector_index_min_keys": Var(
         "KEYMEM_VECTOR_INDEX_MIN_KEYS", "int", "Keys at which key search moves from exact numpy scan to HNSW", minimum=1
     ),
@@ -148,7 +146,7 @@ class Settings:
     hook_scope_cwd: bool = False
     auto_migrate: bool = True
     force_reembed: bool = False
-    buffer_pool_mb: int | None = None  # None: sized to the store at open (store.db.auto_pool_mb)
+    buffer_pool_mb: int = 256
     vector_index_min_keys: int = 200_000
     max_content_chars: int = 100_000
     max_keys: int = 32
@@ -207,7 +205,7 @@ _FALSE = {"0", "false", "no", "off"}
 def _parse(name: str, var: Var, raw: str) -> Any:
     text = raw.strip()
     kind = var.kind
-    if kind in ("opt_str", "opt_path", "opt_int", "opt_float", "opt_bool", "opt_choice") and text == "":
+    if kind in ("opt_str", "opt_path", "opt_float", "opt_bool", "opt_choice") and text == "":
         return None
     if kind in ("str", "opt_str"):
         if not text:
@@ -229,7 +227,7 @@ def _parse(name: str, var: Var, raw: str) -> Any:
             if text.lower() == choice.lower():
                 return choice
         raise SettingsError(f"{var.env}={raw!r} must be one of {', '.join(var.choices)}")
-    if kind in ("int", "opt_int"):
+    if kind == "int":
         try:
             value: float = int(text)
         except ValueError:

@@ -39,7 +39,7 @@ from keymem.memory.views import (
 from keymem.native import limit_blas_threads
 from keymem.settings import Settings
 from keymem.store import migrations
-from keymem.store.db import Store
+from keymem.store.db import Store, columns
 from keymem.store.vectors import KeyVectors
 from keymem.store.walk import fill_walk_copies
 
@@ -222,10 +222,16 @@ class MemoryGraph:
 
         log.info("tokenising %d memories for the BM25 index (stored for the next open)", len(ids))
         done: list[tuple[str, str, str]] = []  # (id, joined terms, namespace): one string per memory
-        for r in self.store.stream("memory/active_docs", now=now):
-            if r["id"] in ids:
-                done.append((r["id"], TERMS_SEP.join(tokenize(" ".join([*(r["keys"] or []), r["content"]]))),
-                             r["namespace"]))
+        for page in self.store.pages("memory/active_docs", now=now):
+            if not any(mid in ids for mid in page["ids"]):
+                continue
+            linked = columns(self.store.query("memory/key_texts_range", first=min(page["ids"]), last=max(page["ids"])))
+            keys: dict[str, list[str]] = {}
+            for mid, text in zip(linked["memories"], linked["texts"], strict=True):
+                keys.setdefault(mid, []).append(text)
+            for mid, ns, content in zip(page["ids"], page["namespaces"], page["contents"], strict=True):
+                if mid in ids:
+                    done.append((mid, TERMS_SEP.join(tokenize(" ".join([*keys.get(mid, ()), content]))), ns))
         self.lexical.add_many((mid, t.split(TERMS_SEP) if t else [], ns) for mid, t, ns in done)
         if self.store.read_only:
             return

@@ -77,27 +77,6 @@ def pool_exhausted(exc: BaseException) -> bool:
     return "buffer manager exception" in low or "buffer pool is full" in low
 
 
-AUTO_POOL_MIN_MB = 64
-AUTO_POOL_MAX_MB = 256
-
-
-def auto_pool_mb(path: Path) -> int:
-    """The buffer pool for a store of this size when none is configured: 64 MiB plus 1/8 of the
-    database file, at most 256 MiB (a multiple of 16).
-
-    The pool caches pages long after they were read (the open's whole-table loads leave ~100 MiB
-    cached at 100k memories that no query touches again), so a fixed 256 MiB pool made even a
-    small store's daemon grow toward it. Measured at 100k memories (320 MB store, docs/design.md
-    "Memory"): 104 MiB serves the open, recall and writes, and the daemon holds ~55 MB less.
-    """
-    try:
-        size = path.stat().st_size
-    except OSError:
-        size = 0
-    mb = AUTO_POOL_MIN_MB + size // (8 * 1024 * 1024)
-    return int(min(AUTO_POOL_MAX_MB, -(-mb // 16) * 16))
-
-
 def _pool_cap_mb() -> int:
     """The largest pool an open may retry with: half the machine's memory (16 GiB if unknown)."""
     try:
@@ -201,10 +180,8 @@ class Tx:
 class Store:
     """The process's Kuzu database."""
 
-    def __init__(self, path: Path, *, buffer_pool_mb: int | None = 512, read_only: bool = False) -> None:
+    def __init__(self, path: Path, *, buffer_pool_mb: int = 512, read_only: bool = False) -> None:
         self.path = Path(path)
-        if buffer_pool_mb is None:
-            buffer_pool_mb = auto_pool_mb(self.path)
         self.read_only = read_only
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # Kuzu creates its WAL and shadow files at the first write, long after opening, so the
@@ -375,7 +352,7 @@ class Store:
                 yield page
             if len(page.get("ids", ())) < LOAD_PAGE:
                 return
-            after = page["ids"][-1]
+            after = max(page["ids"])  # the page's last id, whatever order its collect kept
 
     def stream(self, statement: str, /, **params: Any) -> Iterator[Row]:
         """Run a large read statement, yielding rows as they come (bounded Python memory)."""

@@ -28,7 +28,7 @@ import pytest
 
 from keymem.memory.invariants import check_invariants
 from keymem.server import client
-from keymem.store.db import Store, auto_pool_mb
+from keymem.store.db import Store
 from tests.e2e.support import Keymem, keymem_env
 from tests.reliability.conftest import open_graph
 
@@ -49,7 +49,7 @@ def rss_kb(pid: int) -> int:
 
 @pytest.fixture
 def default_km(short_dir: Path, minilm_dir: Path) -> Iterator[Keymem]:
-    """A data dir with keymem's default settings (the buffer pool sized to the store)."""
+    """A data dir with keymem's default settings (the default 256 MiB buffer pool)."""
     env = keymem_env(short_dir / "data", minilm_dir)
     env.pop("KEYMEM_BUFFER_POOL_MB")
     k = Keymem(short_dir / "data", env)
@@ -65,7 +65,7 @@ def test_soak_one_daemon_default_settings(default_km: Keymem, minilm_embedder: A
                                           caplog: pytest.LogCaptureFixture) -> None:
     km = default_km
     settings = km.settings()
-    assert settings.buffer_pool_mb is None
+    assert settings.buffer_pool_mb == 256
     client.start_daemon(settings, env=km.env).close()
     pid = int(km.wait_daemon_ready()["pid"])
     seed = client.DaemonClient(settings, start=False)
@@ -178,7 +178,7 @@ def test_soak_one_daemon_default_settings(default_km: Keymem, minilm_embedder: A
     assert not caplog.records, caplog.text
     g = open_graph(settings, minilm_embedder)
     try:
-        assert g.store.buffer_pool_mb == auto_pool_mb(settings.db_path)
+        assert g.store.buffer_pool_mb == 256
         rows = g.store.raw("MATCH (m:Memory) RETURN m.id AS id, m.access_count AS n")
         counts = {r["id"]: r["n"] for r in rows}
         assert {mid: counts[mid] for mid in reads} == reads  # a clean stop kept every access

@@ -10,7 +10,7 @@ import pytest
 from keymem.errors import StoreError
 from keymem.store import cypher, migrations
 from keymem.store.cypher import QueryParamError
-from keymem.store.db import Store, auto_pool_mb
+from keymem.store.db import Store
 from keymem.store.vectors import SENTINEL, KeyVectors
 
 
@@ -20,24 +20,6 @@ def store(tmp_path: Path):
     migrations.migrate(s)
     yield s
     s.close()
-
-
-def test_pool_sized_to_the_store_when_not_configured(tmp_path: Path) -> None:
-    path = tmp_path / "db" / "k.kuzu"
-    s = Store(path, buffer_pool_mb=None)
-    try:
-        migrations.migrate(s)
-        assert s.buffer_pool_mb == 64 and s.pool_usage()[1] == 64 * 1024 * 1024
-    finally:
-        s.close()
-    sizes = {}
-    for mb in (40, 400, 1000, 4000):
-        f = tmp_path / f"s{mb}"
-        with f.open("wb") as fh:
-            fh.truncate(mb * 1024 * 1024)  # sparse: only the size matters
-        sizes[mb] = auto_pool_mb(f)
-    assert sizes == {40: 80, 400: 128, 1000: 192, 4000: 256}
-    assert auto_pool_mb(tmp_path / "missing") == 64
 
 
 def test_param_names_ignore_strings_and_comments() -> None:
