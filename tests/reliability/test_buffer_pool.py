@@ -134,3 +134,40 @@ def test_doctor_opens_the_store_with_the_configured_pool(tmp_path: Path, minilm_
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "opens cleanly" in p.stdout and "buffer pool 320 MiB" in p.stdout, p.stdout
     (tmp_path / "doctor.json").write_text(json.dumps({"stdout": p.stdout}))
+
+
+def test_bulk_row_writes_do_not_fill_the_pool(tmp_path: Path) -> None:
+    """Re-storing every memory's BM25 terms in 2,000-row transactions (a tokenizer change at open).
+
+    Such statements hold pool memory per row touched, not per transaction: before the row budget
+    (``Store.checkpoint_units``) the 100k-memory benchmark store fail-stopped at open after 34 of
+    them on the default 256 MiB pool. Here 20,000 memories with random ids on a 64 MiB pool.
+    """
+    import random
+
+    from keymem.store import migrations
+
+    store = Store(tmp_path / "db" / "k.kuzu", buffer_pool_mb=POOL_MB)
+    try:
+        migrations.migrate(store)
+        rng = random.Random(5)
+        ids = [f"{rng.getrandbits(128):032x}" for _ in range(20_000)]
+        for start in range(0, len(ids), 5000):
+            with store.write() as tx:
+                tx.raw("UNWIND $ids AS i CREATE (:Memory {id: i, namespace: 'default', content: 'x', active: true, "
+                       "access_count: 0, confirmation_count: 0, depth: 0.0, terms: ''})", {"ids": ids[start:start + 5000]})
+        store.checkpoint()
+        words = " ".join(f"term{i}" for i in range(40))
+        highest = 0.0
+        for rounds in range(3):  # 30 transactions, 60,000 row updates
+            rng.shuffle(ids)
+            for start in range(0, len(ids), 2000):
+                with store.write() as tx:
+                    tx.run("memory/set_terms", rows=[{"id": i, "terms": f"{words} {rounds}"} for i in ids[start:start + 2000]])
+                highest = max(highest, pool_fraction(store))
+        assert store.raw("MATCH (m:Memory) WHERE m.terms ENDS WITH ' 2' RETURN count(m) AS n")[0]["n"] == 20_000
+        assert highest < 0.9, f"the pool reached {highest:.0%}"
+        print(f"\n60,000 row updates in 2,000-row transactions on a {POOL_MB} MiB pool: {store.checkpoints} "
+              f"checkpoints, pool at most {highest:.0%} used")
+    finally:
+        store.close()
