@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--frontier", type=int, default=12)
     p.add_argument("--runs", type=int, default=20)
     args = p.parse_args(argv)
-    from keymem.memory.mirror import GraphMirror
+    from keymem.index.mirror import GraphMirror
     from keymem.store.db import Store
 
     data = Path(args.store)

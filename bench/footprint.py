@@ -58,14 +58,13 @@ def _status_kb(field: str) -> int:
 
 
 def _trim() -> None:
+    import contextlib
     import ctypes
     import gc
 
     gc.collect()
-    try:
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except OSError:
-        pass
 
 
 def deep_size(obj: Any, seen: set[int] | None = None) -> int:
@@ -169,7 +168,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     import bm25s  # noqa: F401
     import kiwipiepy  # noqa: F401
     import kuzu  # noqa: F401
-    import numpy as np
+    import numpy  # noqa: F401
     import onnxruntime  # noqa: F401
     import tokenizers  # noqa: F401
 
@@ -177,8 +176,8 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     import _common
     import scale
 
+    from keymem.index.lexical import release_freed_memory
     from keymem.memory.graph import MemoryGraph
-    from keymem.memory.lexical import release_freed_memory
     from keymem.models import _onnx
     from keymem.store import migrations
     from keymem.store.db import Store
@@ -201,7 +200,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     keys = [k for _ in range(120) for k in corpus.item()["keys"]][:500]
     emb.embed(keys)
     mark("500 keys embedded (write-batch shapes)", "ORT arena/pattern growth for batches of 32")
-    from keymem.memory.tokenize import tokenize
+    from keymem.text.tokenize import tokenize
 
     tokenize("한국어 형태소 분석기 불러오기")
     mark("Kiwi (kiwipiepy model)")

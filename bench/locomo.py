@@ -86,7 +86,7 @@ def evidence_ids(raw: list[Any], known: set[str]) -> list[str]:
 
 
 def memory_items(conv: dict[str, Any], max_keys: int) -> list[dict[str, Any]]:
-    from keymem.memory.suggest import suggest_keys
+    from keymem.text.suggest import suggest_keys
 
     items = []
     for t in conv["turns"]:

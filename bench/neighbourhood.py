@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     import logging
 
     logging.basicConfig(level=logging.WARNING)
-    from keymem.memory.neighbourhood import CypherNeighbourhood, MirrorNeighbourhood
+    from keymem.index.neighbourhood import CypherNeighbourhood, MirrorNeighbourhood
 
     model_dir = _common.minilm_dir()
     emb = _common.embedder(model_dir, threads=1)

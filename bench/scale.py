@@ -277,7 +277,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     model_dir = _common.minilm_dir()
     emb = _common.embedder(model_dir, threads=args.threads)
     emb.embed(["warm up the model"])
-    from keymem.memory.tokenize import tokenize
+    from keymem.text.tokenize import tokenize
 
     tokenize("한국어 형태소 분석기 불러오기")  # Kiwi's model (~100+ MB) is a model too: load it before the baseline
     gc.collect()

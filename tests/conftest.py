@@ -73,6 +73,6 @@ def graph(settings: Settings, minilm_embedder, clock: Clock, request: pytest.Fix
 
 def assert_mirror_exact(g) -> None:  # type: ignore[no-untyped-def]
     """The in-memory mirror kept in step by every write equals one freshly read from the store."""
-    from keymem.memory.invariants import mirror_problems
+    from keymem.admin.invariants import mirror_problems
 
     assert mirror_problems(g) == []

@@ -320,7 +320,7 @@ def import_(
     file: Annotated[Path, typer.Argument(help="A file written by `keymem export`; - for stdin", dir_okay=False)],
 ) -> None:
     """Import an export file: every line is validated first; records already present are skipped."""
-    from keymem.memory import io
+    from keymem.admin import io
 
     settings = settings_or_exit()
     try:

@@ -176,8 +176,8 @@ def cypher_expand(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     two link weights, and the reached memory's association mass (the largest is 1).
     """
 
+    from keymem.index.neighbourhood import CypherNeighbourhood
     from keymem.memory import associative, validate
-    from keymem.memory.neighbourhood import CypherNeighbourhood
     from keymem.store import walk
 
     start = params.get("id")
@@ -318,7 +318,7 @@ def process_memory(store: Any) -> dict[str, Any]:
 
 @daemon_method
 def export(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
-    from keymem.memory import io
+    from keymem.admin import io
 
     _flush_access(graph)
     return {"lines": io.export_lines(graph.store, params.get("namespace"), graph.now())}
@@ -334,14 +334,14 @@ def _flush_access(graph: Any) -> None:
 @daemon_method
 def import_records(graph: Any, params: dict[str, Any]) -> dict[str, int]:
     """Write an already validated plan (the client validated every line before sending it)."""
-    from keymem.memory import io
+    from keymem.admin import io
 
     return io.import_plan(graph, io.ImportPlan.load(params["plan"]))
 
 
 @daemon_method
 def check(graph: Any, params: dict[str, Any]) -> list[str]:
-    from keymem.memory.invariants import check_invariants
+    from keymem.admin.invariants import check_invariants
 
     return check_invariants(graph)
 
@@ -352,8 +352,8 @@ def check(graph: Any, params: dict[str, Any]) -> list[str]:
 @daemon_method
 def viz_data(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     """A neighbourhood as nodes and edges: around a key (``hops`` key-memory-key steps) or recent memories."""
-    from keymem.memory.tokenize import normalize_text
     from keymem.memory.validity import freshness, status
+    from keymem.text.tokenize import normalize_text
 
     store = graph.store
     s = graph.settings

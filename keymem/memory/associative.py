@@ -23,19 +23,19 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from keymem.index.lexical import capped
 from keymem.memory import validate
 from keymem.memory.evidence import select_evidence
-from keymem.memory.lexical import capped
 from keymem.memory.navigate import contents
 from keymem.memory.recall import LITERAL, route_keys
-from keymem.memory.tokenize import script_of, tokenize
 from keymem.memory.validity import validity
 from keymem.memory.views import DirectHit, DirectResult, InjectResult
 from keymem.memory.write import LINK_INIT, LINK_MAX, LINK_MIN
+from keymem.text.tokenize import script_of, tokenize
 
 if TYPE_CHECKING:
+    from keymem.index.neighbourhood import Neighbourhood
     from keymem.memory.graph import MemoryGraph
-    from keymem.memory.neighbourhood import Neighbourhood
 
 RRF_K = 60
 LEXICAL_POOL = 100
@@ -105,7 +105,7 @@ def query_phrases(query: str) -> list[str]:
     "sunrise"), so the question alone routes few concept keys; its phrases route them by
     meaning ("paint" -> "painting"). Names already route literally.
     """
-    from keymem.memory.suggest import suggest_keys
+    from keymem.text.suggest import suggest_keys
 
     if len(query) > PHRASE_QUERY_MAX_CHARS:
         return []

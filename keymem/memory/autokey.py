@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from keymem.memory.keys import add_literal_name, name_id, new_id, remove_literal_name
-from keymem.memory.tokenize import normalize_text
 from keymem.store.db import Tx
+from keymem.text.tokenize import normalize_text
 
 if TYPE_CHECKING:
     from keymem.memory.graph import MemoryGraph

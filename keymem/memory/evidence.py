@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from keymem.memory.tokenize import normalize_text, tokenize
+from keymem.text.tokenize import normalize_text, tokenize
 
 if TYPE_CHECKING:
     from keymem.memory.associative import Candidate

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from keymem.errors import StoreError
+from keymem.index.lexical import LexicalIndex, release_freed_memory
+from keymem.index.mirror import GraphMirror
+from keymem.index.neighbourhood import MirrorNeighbourhood, Neighbourhood
 from keymem.memory import associative, navigate, recall, write
 from keymem.memory.access import AccessLog
 from keymem.memory.autokey import Autokey
-from keymem.memory.lexical import LexicalIndex, release_freed_memory
-from keymem.memory.mirror import GraphMirror
-from keymem.memory.neighbourhood import MirrorNeighbourhood, Neighbourhood
 from keymem.memory.requests import RequestLog
 from keymem.memory.views import (
     BatchResult,
@@ -185,7 +185,7 @@ class MemoryGraph:
         every memory, and Kiwi's (``lexical_tokenizer_ko``) for memories whose terms hold Hangul. Kiwi
         is built here only when the store holds such memories.
         """
-        from keymem.memory.tokenize import TERMS_SEP, has_hangul, korean_fingerprint, tokenizer_fingerprint
+        from keymem.text.tokenize import TERMS_SEP, has_hangul, korean_fingerprint, tokenizer_fingerprint
 
         now = self.now()
         fingerprint = tokenizer_fingerprint()
@@ -218,7 +218,7 @@ class MemoryGraph:
 
     def _retokenize(self, ids: set[str], now: float) -> None:
         """Tokenise memories without stored terms (older stores, imports, a tokenizer change) and store them."""
-        from keymem.memory.tokenize import TERMS_SEP, kiwi_loaded, korean_fingerprint, tokenize
+        from keymem.text.tokenize import TERMS_SEP, kiwi_loaded, korean_fingerprint, tokenize
 
         log.info("tokenising %d memories for the BM25 index (stored for the next open)", len(ids))
         done: list[tuple[str, str, str]] = []  # (id, joined terms, namespace): one string per memory

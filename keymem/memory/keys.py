@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from keymem.memory.tokenize import literal_key, normalize_text
 from keymem.memory.views import KeyView
 from keymem.store.db import Tx
+from keymem.text.tokenize import literal_key, normalize_text
 
 if TYPE_CHECKING:
     from keymem.memory.graph import MemoryGraph

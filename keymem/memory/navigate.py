@@ -19,10 +19,10 @@ import numpy as np
 from keymem.errors import NotFound
 from keymem.memory import validate
 from keymem.memory.keys import key_views
-from keymem.memory.tokenize import literal_key, literal_tokens
 from keymem.memory.validity import depth_stage, iso, validity
 from keymem.memory.views import BrowseResult, KeyLinkRef, KeyMemory, MemoryView, ReadKeyResult
 from keymem.memory.write import LINK_MAX, LINK_MIN, get_memory
+from keymem.text.tokenize import literal_key, literal_tokens
 
 if TYPE_CHECKING:
     from keymem.memory.graph import MemoryGraph

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from keymem.index.lexical import capped
 from keymem.memory import validate
 from keymem.memory.keys import key_views, keys_by_names, name_id
-from keymem.memory.lexical import capped
 from keymem.memory.navigate import LEXICAL_WINDOW, fetch
-from keymem.memory.tokenize import literal_tokens
 from keymem.memory.validity import validity
 from keymem.memory.views import KeyRef, KeyView, MemoryPreview, RecallResult
 from keymem.memory.write import LINK_INIT
+from keymem.text.tokenize import literal_tokens
 
 if TYPE_CHECKING:
     from keymem.memory.graph import MemoryGraph

@@ -8,10 +8,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from keymem.decay import DECAY_PROFILES
 from keymem.errors import InvalidInput
 
 KEY_TYPES = ("concept", "name", "proper_noun")
-DECAY_PROFILES = ("transient", "standard", "stable", "permanent")
 DEFAULT_NAMESPACE = "default"
 MAX_KEY_CHARS = 200
 MAX_TTL_SECONDS = 100 * 365 * 86_400

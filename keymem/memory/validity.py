@@ -8,18 +8,15 @@ whatever its freshness, it is ``superseded`` (``superseded_by`` names the curren
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
-
+from keymem.decay import DAY, freshness  # the decay arithmetic, shared with the graph mirror
 from keymem.memory.views import Validity
 from keymem.settings import Settings
 
 FRESH = 0.5
 AGING = 0.125
-DAY = 86_400.0
 DEPTH_STEP = 0.05
 SUPERSEDED_DEPTH_FACTOR = 0.3
 
@@ -30,13 +27,6 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def freshness(last_confirmed_at: float, now: float, half_life_days: float | None) -> float:
-    if half_life_days is None:
-        return 1.0
-    age_days = max(0.0, now - last_confirmed_at) / DAY
-    return math.pow(0.5, age_days / half_life_days)
-
-
 def status(fresh: float) -> str:
     if fresh >= FRESH:
         return "fresh"
@@ -45,9 +35,6 @@ def status(fresh: float) -> str:
     return "stale"
 
 
-def ranking_multiplier(fresh: np.ndarray) -> np.ndarray:
-    """Decay is soft: it lowers a memory's rank, never hides it."""
-    return 0.2 + 0.8 * fresh
 
 
 def depth_stage(depth: float) -> str:
@@ -58,9 +45,6 @@ def depth_stage(depth: float) -> str:
     return "deep"
 
 
-def depth_boost(depth: np.ndarray) -> np.ndarray:
-    """Confirmed memories rank a little higher: x1.0 when shallow up to x1.25 when fully deep."""
-    return 1.0 + 0.25 * np.clip(depth, 0.0, 1.0)
 
 
 def is_superseded(row: dict[str, Any]) -> bool:
@@ -84,11 +68,3 @@ def validity(row: dict[str, Any], settings: Settings, now: float) -> Validity:
         verification_required=st in ("stale", "superseded"),
     )
 
-
-def rank_factors(depth: np.ndarray, confirmed: np.ndarray, half_life_days: np.ndarray, now: float) -> np.ndarray:
-    """Depth and freshness applied to any relevance score, for many memories at once.
-
-    ``half_life_days`` is ``inf`` for permanent memories (freshness 1).
-    """
-    fresh = np.power(0.5, np.maximum(0.0, now - confirmed) / DAY / half_life_days)
-    return depth_boost(depth) * ranking_multiplier(fresh)

@@ -18,7 +18,6 @@ import numpy as np
 from keymem.errors import InvalidInput, KeymemError, NotFound, StoreError
 from keymem.memory import validate
 from keymem.memory.keys import KeyResolver, keys_by_names, name_id, new_id
-from keymem.memory.tokenize import TERMS_SEP, normalize_text, tokenize
 from keymem.memory.validity import DEPTH_STEP, SUPERSEDED_DEPTH_FACTOR
 from keymem.memory.views import (
     BatchResult,
@@ -29,6 +28,7 @@ from keymem.memory.views import (
     RememberResult,
 )
 from keymem.store.db import Tx
+from keymem.text.tokenize import TERMS_SEP, normalize_text, tokenize
 
 if TYPE_CHECKING:
     from keymem.memory.graph import MemoryGraph

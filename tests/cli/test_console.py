@@ -69,7 +69,7 @@ def test_write_mode_runs_mutations(graph: Any, populated: dict[str, str]) -> Non
 
 def test_write_mode_reloads_what_recall_holds(graph: Any, populated: dict[str, str]) -> None:
     """A console write bypasses the domain layer; keymem re-reads its in-memory copies after it."""
-    from keymem.memory.invariants import check_invariants
+    from keymem.admin.invariants import check_invariants
 
     ops.cypher_run(graph, {"query": "MATCH (k:Key)-[l:LINKS]->(m:Memory) SET l.weight = 2.5", "write": True})
     ops.cypher_run(graph, {"query": "MATCH (m:Memory) WHERE m.active SET m.depth = 0.75", "write": True})
@@ -230,8 +230,8 @@ def _key_id(graph: Any, memory_id: str, text: str) -> str:
 def test_expand_shows_the_walk_from_a_memory_and_a_key(graph: Any, populated: dict[str, str]) -> None:
     """`:expand` prints the rows the association walk reads, from the same Cypher statements."""
 
+    from keymem.index.neighbourhood import MirrorNeighbourhood
     from keymem.memory import associative
-    from keymem.memory.neighbourhood import MirrorNeighbourhood
 
     a, b, c = populated["a"], populated["b"], populated["c"]
     out = ops.cypher_expand(graph, {"id": a, "hops": 2})

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from keymem.memory import io
+from keymem.admin import io
+from keymem.admin.invariants import check_invariants
 from keymem.memory.graph import MemoryGraph
-from keymem.memory.invariants import check_invariants
 from keymem.settings import Settings
 
 

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
+from keymem.admin.io import export_lines, import_lines
 from keymem.memory.graph import MemoryGraph
-from keymem.memory.io import export_lines, import_lines
 from tests.conftest import Clock, assert_mirror_exact
 
 
@@ -138,7 +138,7 @@ def test_both_ways_of_linking_keys(graph: MemoryGraph, monkeypatch: pytest.Monke
 
 def test_loads_in_pages(graph: MemoryGraph, monkeypatch: pytest.MonkeyPatch) -> None:
     """Open-time loads read a large store in pages (one collect would not fit Kuzu's buffer pool)."""
-    from keymem.memory import mirror
+    from keymem.index import mirror
     from keymem.store import db
 
     for i in range(7):

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from keymem.admin.invariants import check_invariants
+from keymem.index.neighbourhood import CypherNeighbourhood, MirrorNeighbourhood
 from keymem.memory.graph import MemoryGraph
-from keymem.memory.invariants import check_invariants
-from keymem.memory.neighbourhood import CypherNeighbourhood, MirrorNeighbourhood
 from keymem.store import migrations, walk
 from tests.conftest import Clock
 
@@ -156,7 +156,7 @@ def test_random_writes_keep_both_equal(graph: MemoryGraph, clock: Clock) -> None
 
 
 def test_an_import_carries_the_copies(graph: MemoryGraph, clock: Clock, settings, minilm_embedder, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from keymem.memory.io import export_lines, import_lines
+    from keymem.admin.io import export_lines, import_lines
 
     build(graph, clock)
     lines = export_lines(graph.store, None, graph.now())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from keymem.memory.graph import MemoryGraph
-from keymem.memory.tokenize import TERMS_SEP, korean_fingerprint, tokenize, tokenizer_fingerprint
+from keymem.text.tokenize import TERMS_SEP, korean_fingerprint, tokenize, tokenizer_fingerprint
 
 
 def _terms(graph: MemoryGraph, mid: str) -> str | None:
@@ -62,7 +62,7 @@ def test_open_retokenises_and_stores(graph: MemoryGraph, settings, minilm_embedd
 _OPEN_AND_REPORT = """
 import json, sys
 from pathlib import Path
-from keymem.memory import tokenize
+from keymem.text import tokenize
 from keymem.memory.graph import MemoryGraph
 from keymem.settings import load_settings
 

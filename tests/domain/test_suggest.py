@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from keymem.memory.suggest import suggest_keys
+from keymem.text.suggest import suggest_keys
 
 pytest.importorskip("yake")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from keymem.memory.invariants import check_invariants, store_digest
+from keymem.admin.invariants import check_invariants, store_digest
 from keymem.settings import Settings
 
 

@@ -112,7 +112,7 @@ def resolve_pending(graph: Any, model: Model, begin: dict[str, Any]) -> str:
 
 def verify(graph: Any, model: Model) -> None:
     """Every acknowledged write is there, nothing else is, and the invariants hold."""
-    from keymem.memory.invariants import check_invariants
+    from keymem.admin.invariants import check_invariants
 
     for mid, content in model.live.items():
         m = memory(graph, mid)

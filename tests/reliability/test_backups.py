@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from keymem.admin.invariants import check_invariants
 from keymem.errors import StoreError
-from keymem.memory.invariants import check_invariants
 from keymem.store import cypher, migrations
 from keymem.store.db import Store
 from tests.reliability.conftest import open_graph, populate

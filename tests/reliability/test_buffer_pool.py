@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from keymem.memory.invariants import check_invariants
+from keymem.admin.invariants import check_invariants
 from keymem.settings import load_settings
 from keymem.store.db import Store
 from tests.reliability.conftest import open_graph

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from keymem.memory.invariants import check_invariants
+from keymem.admin.invariants import check_invariants
 from tests.reliability.conftest import open_graph
 
 

@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from keymem.admin.invariants import check_invariants, store_digest
 from keymem.errors import KeymemError
-from keymem.memory.invariants import check_invariants, store_digest
-from keymem.memory.tokenize import normalize_text
 from keymem.settings import load_settings
+from keymem.text.tokenize import normalize_text
 from tests.reliability.conftest import World, open_graph, populate
 from tests.reliability.hostile import TOOLS, resolve, short
 

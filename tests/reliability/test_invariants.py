@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from keymem.memory.invariants import check_invariants, store_digest
+from keymem.admin.invariants import check_invariants, store_digest
 from tests.reliability.conftest import World, healthy, open_graph, populate
 
 

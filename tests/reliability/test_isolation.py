@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from keymem.admin.invariants import check_invariants, store_digest
 from keymem.errors import KeymemError, NotFound
-from keymem.memory.invariants import check_invariants, store_digest
 from tests.reliability.conftest import populate
 
 SECRET_WORDS = "zebulon quasar marmalade"

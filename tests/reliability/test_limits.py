@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from keymem.admin.invariants import check_invariants, store_digest
 from keymem.errors import InvalidInput, StoreError
-from keymem.memory.invariants import check_invariants, store_digest
 from keymem.settings import SettingsError, load_settings
 from tests.reliability.conftest import open_graph
 from tests.reliability.crashlib import child_env, python

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from keymem.admin.invariants import check_invariants, store_digest
 from keymem.errors import InvalidInput, NotFound
-from keymem.memory.invariants import check_invariants, store_digest
 from keymem.memory.requests import MUTATING
 from keymem.server import client as daemon_client
 from keymem.server.host import GraphHost

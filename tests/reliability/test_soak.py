@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from keymem.memory.invariants import check_invariants
+from keymem.admin.invariants import check_invariants
 from keymem.server import client
 from keymem.store.db import Store
 from tests.e2e.support import Keymem, keymem_env

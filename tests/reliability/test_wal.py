@@ -115,7 +115,7 @@ def test_foreign_wal_that_cannot_replay_is_refused_and_files_kept(
 
 def test_torn_wal_tail_recovers_a_prefix(tmp_path: Path, settings: Any, minilm_embedder: Any, minilm_dir: Path) -> None:
     """A WAL cut short (a torn last write): the store opens on a consistent prefix."""
-    from keymem.memory.invariants import check_invariants
+    from keymem.admin.invariants import check_invariants
 
     _killed_writer_with_wal(tmp_path, settings, minilm_dir, acks=4)
     wal = _wal(settings)

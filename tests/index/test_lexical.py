@@ -3,12 +3,12 @@
 Real components only.  The reference below is a brute-force BM25 (Lucene variant) written
 from the formula, independent of the index's data structures.
 
-Benchmark behind the figures in ``keymem/memory/lexical.py`` (run from the repository root;
+Benchmark behind the figures in ``keymem/index/lexical.py`` (run from the repository root;
 not a test, no timed assertions anywhere; CPU times are robust on a shared machine)::
 
     python - <<'EOF'
     import itertools, json, random, statistics, time
-    from keymem.memory.lexical import LexicalIndex
+    from keymem.index.lexical import LexicalIndex
 
     def rss():
         return int(open("/proc/self/statm").read().split()[1]) * 4096 / 1e6
@@ -78,8 +78,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from keymem.memory.lexical import K1, B, LexicalIndex, _VectorizedBM25, capped, relevance
-from keymem.memory.tokenize import tokenize
+from keymem.index.lexical import K1, B, LexicalIndex, _VectorizedBM25, capped, relevance
+from keymem.text.tokenize import tokenize
 
 EPS = 1e-4
 
@@ -450,7 +450,7 @@ def test_background_rebuild_racing_with_writers_loses_nothing() -> None:
 
 def test_writes_during_a_build_are_carried_into_the_swap() -> None:
     """Drive snapshot -> build -> swap by hand with writes in between (deterministic race)."""
-    from keymem.memory.lexical import _build_main
+    from keymem.index.lexical import _build_main
 
     idx = LexicalIndex(rebuild_min=10**6, background=False)
     docs = {

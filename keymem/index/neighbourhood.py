@@ -1,6 +1,6 @@
 """The bounded neighbourhood that association walks: one hop of the key-memory graph at a time.
 
-Association (``associative.py``) spreads activation from routed keys and from the best
+Association (``memory/associative.py``) spreads activation from routed keys and from the best
 memories. All it asks of the graph is, for a small frontier: which walkable keys each
 frontier memory has (with link weights), which visible memories each of those keys holds,
 and the frontier's RELATED_TO neighbours. ``Neighbourhood`` is that question; the scoring
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 from keymem.store.walk import NeighbourhoodReads
 
 if TYPE_CHECKING:
-    from keymem.memory.mirror import GraphMirror
+    from keymem.index.mirror import GraphMirror
     from keymem.store.db import Store
 
 Edge = tuple[str, float]  # (other end's id, link or edge weight)

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from keymem.errors import InvalidInput
 from keymem.memory import validate
 from keymem.memory.keys import add_literal_name, name_id
-from keymem.memory.tokenize import normalize_text
 from keymem.memory.write import norm_id
+from keymem.text.tokenize import normalize_text
 
 if TYPE_CHECKING:
     from keymem.memory.graph import MemoryGraph

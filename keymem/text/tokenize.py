@@ -71,7 +71,7 @@ lexical recall failure, and ~60 useful conflations per doubtful one is a good tr
 Snowball (PyStemmer) would also conflate ``-ing``/``-ed`` but is not a project dependency.
 Literal name matching (:func:`literal_tokens`) does not strip plurals.
 
-Costs (2-core box, CPython 3.11, kiwipiepy 0.24.1; script in ``tests/memory/test_tokenize.py``)
+Costs (2-core box, CPython 3.11, kiwipiepy 0.24.1; script in ``tests/text/test_tokenize.py``)
 -----------------------------------------------------------------------------------------
 * Kiwi, built on the first text that contains Hangul: ~0.9 s on an idle box (2-4 s wall on
   a loaded one) and ~+320 MB RSS, with the typo and multi-word dictionaries off (on: ~2 s and

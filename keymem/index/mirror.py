@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from keymem.memory.validate import DECAY_PROFILES
-from keymem.memory.validity import rank_factors
+from keymem.decay import DECAY_PROFILES, rank_factors
 from keymem.store import db
 from keymem.store.db import columns
 
@@ -449,7 +448,7 @@ class GraphMirror:
             }
 
     def rank_factors(self, memory_ids: Iterable[str], now: float) -> dict[str, float]:
-        """Depth and freshness factor (``validity.rank_factors``) of the visible ones among some memories."""
+        """Depth and freshness factor (``keymem.decay.rank_factors``) of the visible ones among some memories."""
         self._fresh()
         with self._lock:
             ids = [mid for mid in memory_ids if mid in self._mid]

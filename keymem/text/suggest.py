@@ -29,7 +29,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from keymem.memory.tokenize import normalize_text
+from keymem.text.tokenize import normalize_text
 
 __all__ = ["suggest_keys"]
 
@@ -56,7 +56,7 @@ def _yake_stopwords() -> frozenset[str]:
 
 @functools.lru_cache(maxsize=1)
 def _kiwi() -> Any:
-    from keymem.memory.tokenize import _get_kiwi
+    from keymem.text.tokenize import _get_kiwi
 
     return _get_kiwi()
 

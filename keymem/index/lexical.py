@@ -48,7 +48,7 @@ be rebuilt.  Isolation is structural: a search only ever touches its own shard.
 
 Measured (2 cores shared with other work, CPython 3.11, numpy 2.4, bm25s 0.3.16; 100k English
 docs of 14-26 words in one namespace; CPU time because wall-clock on the shared box was noisy;
-script in ``tests/memory/test_lexical.py``):
+script in ``tests/index/test_lexical.py``):
 
 * ``add_many`` of 100k docs: ~5.7 s CPU, ~4.5 s of it tokenisation; the main build ~0.5 s.
 * ``add()``: ~0.14 ms CPU amortised, counting the background rebuilds' CPU (every ~5k adds).
@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 import bm25s
 import numpy as np
 
-from keymem.memory.tokenize import tokenize
+from keymem.text.tokenize import tokenize
 
 __all__ = ["K1", "B", "LexicalIndex", "capped", "relevance", "idf"]
 
@@ -243,7 +243,7 @@ class _VectorizedBM25(bm25s.BM25):
     behind the 5 ms GIL switch interval (on the loaded 2-core dev box add() went from ~0.05 ms to
     several ms while it ran).  This one does the same arithmetic with whole-array numpy operations
     (~0.3 s at 100k, mostly in sorts that release the GIL) and returns the same CSC layout;
-    ``tests/memory/test_lexical.py`` checks it against the stock builder.  Lucene/Robertson term
+    ``tests/index/test_lexical.py`` checks it against the stock builder.  Lucene/Robertson term
     frequency only (the only variant this module uses).
     """
 

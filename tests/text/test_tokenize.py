@@ -1,12 +1,12 @@
 """Tokenisation for BM25 and literal name matching (real Kiwi, no mocks).
 
-Measured costs quoted in ``keymem/memory/tokenize.py`` come from this script (run it from the
+Measured costs quoted in ``keymem/text/tokenize.py`` come from this script (run it from the
 repository root; it starts a fresh interpreter so Kiwi's first load is measured)::
 
     python - <<'EOF'
     import itertools, json, random, time
     def rss(): return int(open("/proc/self/statm").read().split()[1]) * 4096 / 1e6
-    from keymem.memory import tokenize as T
+    from keymem.text import tokenize as T
     rng = random.Random(0)
     vocab = [w for w in json.load(open("tests/fixtures/minilm/tokenizer.json"))["model"]["vocab"]
              if w.isascii() and w.isalpha() and w.islower() and len(w) > 2]
@@ -33,7 +33,7 @@ import unicodedata
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from keymem.memory.tokenize import (
+from keymem.text.tokenize import (
     KIWI_MAX_CHARS,
     STOPWORDS,
     literal_key,
@@ -186,7 +186,7 @@ def test_kiwi_is_lazy_and_built_once_across_threads() -> None:
     code = textwrap.dedent(
         """
         import threading
-        from keymem.memory import tokenize as T
+        from keymem.text import tokenize as T
         assert T.tokenize("plain English text only") == ["plain", "english", "text"]
         assert not T.kiwi_loaded(), "Kiwi built for English text"
         assert T.script_of("사과") == "hangul" and not T.kiwi_loaded()

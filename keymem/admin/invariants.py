@@ -122,7 +122,7 @@ def check_invariants(graph: MemoryGraph, *, strict_expiry: bool = False) -> list
 
 def mirror_problems(graph: MemoryGraph) -> list[str]:
     """The graph mirror recall reads must equal the store, row for row."""
-    from keymem.memory.mirror import GraphMirror
+    from keymem.index.mirror import GraphMirror
 
     fresh = GraphMirror(graph.store, graph.settings)
     with graph.store.no_writes():  # a write committing between the two reads would look like drift

@@ -1,0 +1,1 @@
+"""Tooling over a whole store: export and import (io), the invariant checker (invariants)."""
