@@ -63,6 +63,67 @@ def test_layers_only_import_downwards(layer: str, forbidden: tuple[str, ...]) ->
     assert not bad, "\n".join(bad)
 
 
+def _module_graph() -> dict[str, set[str]]:
+    """keymem module -> the keymem modules it imports (type-checking imports included)."""
+    mods: dict[str, Path] = {}
+    for path in (ROOT / "keymem").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        mods[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            edges[mod].update(n for n in names if n in mods and n != mod and not mod.startswith(n + "."))
+    return edges
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle() -> None:
+    """No two modules import each other, directly or round a loop, even for type checking only:
+    the facade (memory/graph.py) imports the operations, which take ``memory.parts.Parts``."""
+    assert _cycles(_module_graph()) == []
+
+
+def test_cycle_finder_finds_a_circle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
 def test_no_cypher_strings_in_python() -> None:
     """Every statement lives in cypher/*.cypher; Python only names them."""
     import re

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from keymem.errors import InvalidInput
 from keymem.memory import validate
-from keymem.memory.keys import add_literal_name, name_id
+from keymem.memory.names import add_literal_name, name_id
 from keymem.memory.write import norm_id
 from keymem.text.tokenize import normalize_text
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from keymem.index.lexical import capped
-from keymem.memory import validate
-from keymem.memory.evidence import select_evidence
+from keymem.memory.calls import DirectRequest, InjectRequest
+from keymem.memory.evidence import Candidate, select_evidence
 from keymem.memory.navigate import contents
 from keymem.memory.recall import LITERAL, route_keys
 from keymem.memory.validity import validity
@@ -35,7 +35,7 @@ from keymem.text.tokenize import script_of, tokenize
 
 if TYPE_CHECKING:
     from keymem.index.neighbourhood import Neighbourhood
-    from keymem.memory.graph import MemoryGraph
+    from keymem.memory.parts import Parts
 
 RRF_K = 60
 LEXICAL_POOL = 100
@@ -60,15 +60,6 @@ ROUTE_KEYS = 10  # keys routed by the whole query
 ADJUST_SINGLES = 48
 ADJUST_SCAN_MAX_MEMORIES = 20_000
 PHRASE_QUERY_MAX_CHARS = 500  # longer queries (prompts) route by the whole text only
-
-
-@dataclass
-class Candidate:
-    memory_id: str
-    score: float = 0.0
-    hops: int = 0
-    via_keys: list[str] = field(default_factory=list)
-    lexical: float = 0.0
 
 
 def _fuse(lex: list[tuple[str, float]], keyed: list[tuple[str, float]],
@@ -113,7 +104,7 @@ def query_phrases(query: str) -> list[str]:
     return [p for p in found if p.lower() != query.lower()][:PHRASES]
 
 
-def _route_phrases(graph: MemoryGraph, routed: dict[str, tuple[float, str]], vecs: Any, namespace: str) -> None:
+def _route_phrases(graph: Parts, routed: dict[str, tuple[float, str]], vecs: Any, namespace: str) -> None:
     threshold = graph.thresholds.key_recall
     for vec in vecs:
         for key_id, cos in graph.vectors.search(vec, namespace, PHRASE_KEYS, min_score=threshold):
@@ -126,12 +117,12 @@ def _idf(n_docs: int, fan: int) -> float:
     return math.log(1.0 + (max(n_docs, fan) - fan + 0.5) / (fan + 0.5))
 
 
-def _fans(graph: MemoryGraph, routed: dict[str, tuple[float, str]]) -> dict[str, int]:
+def _fans(graph: Parts, routed: dict[str, tuple[float, str]]) -> dict[str, int]:
     """Links per routed key, superseded and expired memories included (hub detection, key IDF)."""
     return {k: graph.mirror.degree(k) for k in routed}
 
 
-def _hub_names(graph: MemoryGraph, routed: dict[str, tuple[float, str]], fan: dict[str, int]) -> dict[str, str]:
+def _hub_names(graph: Parts, routed: dict[str, tuple[float, str]], fan: dict[str, int]) -> dict[str, str]:
     """Hub keys the query named literally (a person the store is mostly about): id -> text."""
     ids = [k for k, (_, kind) in routed.items() if kind == LITERAL and fan.get(k, 0) > HUB_FANOUT]
     if not ids:
@@ -147,14 +138,14 @@ def _without_names(query: str, names: list[str]) -> str:
     return out if out != query and tokenize(out) else query
 
 
-def _named_members(graph: MemoryGraph, hubs: dict[str, str], ids: set[str]) -> set[str]:
+def _named_members(graph: Parts, hubs: dict[str, str], ids: set[str]) -> set[str]:
     """Which of ``ids`` are linked to one of the named hub keys."""
     if not hubs or not ids:
         return set()
     return {mid for mid in ids if any(k in hubs for k, _ in graph.mirror.memory_keys(mid))}
 
 
-def _key_path(graph: MemoryGraph, routed: dict[str, tuple[float, str]], namespace: str, now: float,
+def _key_path(graph: Parts, routed: dict[str, tuple[float, str]], namespace: str, now: float,
               fan: dict[str, int] | None = None,
               ) -> tuple[list[tuple[str, float]], dict[str, list[str]], list[tuple[str, str]]]:
     """Memories reached from routed keys, ranked; plus which keys reached each, and all links seen.
@@ -267,13 +258,10 @@ def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: fl
     return out
 
 
-def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool = True) -> DirectResult:
-    query = validate.text(args.get("query"), "query", max_chars=20_000)
-    top_k = validate.count(args.get("top_k"), "top_k", default=10, lo=1, hi=100)
-    ns = validate.namespace(args.get("namespace"))
-    hops = validate.count(args.get("hops"), "hops", default=graph.settings.recall_hops, lo=0, hi=5)
-    use_rerank = args.get("rerank", True)
-    explain = bool(args.get("explain", False))
+def recall_direct(graph: Parts, request: DirectRequest, *, reinforce: bool = True) -> DirectResult:
+    query, top_k, ns = request.query, request.top_k, request.namespace
+    hops = graph.settings.recall_hops if request.hops is None else request.hops
+    use_rerank, explain = request.rerank, request.explain
     now = graph.now()
 
     phrases = query_phrases(query)
@@ -361,7 +349,7 @@ def recall_direct(graph: MemoryGraph, args: dict[str, Any], *, reinforce: bool =
 class _Texts:
     """Memory content read from the store on demand (only what is reranked or shown), cached per call."""
 
-    def __init__(self, graph: MemoryGraph) -> None:
+    def __init__(self, graph: Parts) -> None:
         self.graph = graph
         self.cache: dict[str, str] = {}
 
@@ -375,7 +363,7 @@ class _Texts:
         return self.cache[memory_id]
 
 
-def _hebbian(graph: MemoryGraph, used: list[Candidate], explored: list[Candidate],
+def _hebbian(graph: Parts, used: list[Candidate], explored: list[Candidate],
              seen_links: list[tuple[str, str]]) -> None:
     """Strengthen routed-key links to what was returned; let explored-but-unused ones fade.
 
@@ -402,12 +390,11 @@ def _hebbian(graph: MemoryGraph, used: list[Candidate], explored: list[Candidate
         graph.mirror.set_weights(tx, done)
 
 
-def recall_inject(graph: MemoryGraph, args: dict[str, Any]) -> InjectResult:
+def recall_inject(graph: Parts, request: InjectRequest) -> InjectResult:
     """Memories for the prompt hook: only those above an absolute relevance floor."""
-    prompt = validate.text(args.get("prompt"), "prompt", max_chars=20_000)
-    ns = validate.namespace(args.get("namespace"))
+    prompt, ns = request.prompt, request.namespace
     limit = graph.settings.inject_max
-    res = recall_direct(graph, {"query": prompt, "namespace": ns, "top_k": limit * 3}, reinforce=False)
+    res = recall_direct(graph, DirectRequest(query=prompt, namespace=ns, top_k=limit * 3), reinforce=False)
     if res.rejected or not res.results:
         return InjectResult(memory_ids=[], text="")
     qvec = graph.embed([prompt])[0]

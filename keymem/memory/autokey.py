@@ -14,16 +14,19 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from keymem.memory.keys import add_literal_name, name_id, new_id, remove_literal_name
+from keymem.memory.names import add_literal_name, name_id, new_id, remove_literal_name
 from keymem.store.db import Tx
 from keymem.text.tokenize import normalize_text
 
 if TYPE_CHECKING:
-    from keymem.memory.graph import MemoryGraph
+    from keymem.settings import Settings
+    from keymem.store.db import Store
+    from keymem.store.vectors import KeyVectors
 
 ROUTE_TTL = 3600.0
 MAX_ROUTES = 10_000
@@ -31,14 +34,20 @@ MAX_QUERY_CHARS = 80
 
 
 class Autokey:
-    def __init__(self, graph: MemoryGraph) -> None:
-        self.graph = graph
+    def __init__(self, settings: Callable[[], Settings], store: Store, vectors: KeyVectors,
+                 clock: Callable[[], float]) -> None:
+        self._settings = settings  # read at each use: the graph's settings can be replaced while open
+        self.store, self.vectors, self.now = store, vectors, clock
         self._routes: OrderedDict[str, dict[str, tuple[str, np.ndarray, float]]] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
+    def settings(self) -> Settings:
+        return self._settings()
+
+    @property
     def enabled(self) -> bool:
-        return self.graph.settings.autokey
+        return self.settings.autokey
 
     def note_route(self, query: str, qvec: np.ndarray, key_ids: list[str]) -> None:
         """Remember (in memory only) that ``query`` routed to these keys."""
@@ -71,7 +80,7 @@ class Autokey:
         if not key:
             return
         k = key[0]["k"]
-        s = self.graph.settings
+        s = self.settings
         for norm, (query, qvec, _) in fresh.items():
             nid = name_id(k["namespace"], norm)
             existing = tx.run("key/name_lookup", id=nid)
@@ -85,7 +94,7 @@ class Autokey:
                 continue
             if tx.run("alias/learned_count", key_id=key_id)[0]["n"] >= s.autokey_max_aliases:
                 continue
-            kvec = self.graph.vectors.get([key_id]).get(key_id)
+            kvec = self.vectors.get([key_id]).get(key_id)
             cos = float(kvec @ qvec) if kvec is not None else 0.0
             if cos < s.autokey_confirm_floor:
                 continue
@@ -99,10 +108,10 @@ class Autokey:
 
     def prune(self) -> int:
         """Delete learned aliases that never hit within KEYMEM_AUTOKEY_PRUNE_AGE."""
-        before = self.graph.now() - self.graph.settings.autokey_prune_age
-        rows = self.graph.store.query("alias/prunable", before=before)
+        before = self.now() - self.settings.autokey_prune_age
+        rows = self.store.query("alias/prunable", before=before)
         if rows:
-            with self.graph.store.write() as tx:
+            with self.store.write() as tx:
                 for r in rows:
                     tx.run("key/name_delete", id=name_id(r["namespace"], r["norm"]))
                     remove_literal_name(tx, r["namespace"], r["text"], r["key_id"])

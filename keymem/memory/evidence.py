@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from keymem.text.tokenize import normalize_text, tokenize
 
 if TYPE_CHECKING:
-    from keymem.memory.associative import Candidate
-    from keymem.memory.graph import MemoryGraph
+    from keymem.memory.parts import Parts
 
 _CUES_EN = re.compile(
     r"\b(both|same|different|differ|compare|comparison|versus|vs\.?|older|younger|larger|smaller|bigger|"
@@ -30,6 +30,17 @@ _PAIR_KO = re.compile(r"([가-힣A-Za-z0-9]+?)(?:와|과|랑|이랑|하고)\s+([
 _CAPS = re.compile(r"\b([A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*)")
 _QUESTION_WORDS = {"were", "was", "is", "are", "do", "does", "did", "which", "who", "what", "when", "where",
                    "how", "both", "the", "a", "an", "in", "of", "and", "or", "whose"}
+
+
+@dataclass
+class Candidate:
+    """A memory ranked by recall_direct: fused score, hops from a direct hit, the keys it came by."""
+
+    memory_id: str
+    score: float = 0.0
+    hops: int = 0
+    via_keys: list[str] = field(default_factory=list)
+    lexical: float = 0.0
 
 
 def entities(query: str) -> list[str]:
@@ -57,7 +68,7 @@ def aspect(query: str, names: list[str]) -> str:
     return " ".join(t for t in tokenize(text) if t not in cues)
 
 
-def select_evidence(graph: MemoryGraph, query: str, ranked: list[Candidate], picks: list[Candidate],
+def select_evidence(graph: Parts, query: str, ranked: list[Candidate], picks: list[Candidate],
                     contents: Callable[[list[str]], dict[str, str]], top_k: int) -> list[Candidate]:
     names = entities(query)
     if not names:

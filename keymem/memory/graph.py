@@ -22,6 +22,19 @@ from keymem.index.neighbourhood import MirrorNeighbourhood, Neighbourhood
 from keymem.memory import associative, navigate, recall, write
 from keymem.memory.access import AccessLog
 from keymem.memory.autokey import Autokey
+from keymem.memory.calls import (
+    BrowseKeysRequest,
+    ConfirmRequest,
+    CorrectRequest,
+    DirectRequest,
+    DismissRequest,
+    ForgetRequest,
+    InjectRequest,
+    ReadKeyRequest,
+    ReadMemoryRequest,
+    RecallRequest,
+    RememberRequest,
+)
 from keymem.memory.requests import RequestLog
 from keymem.memory.views import (
     BatchResult,
@@ -91,9 +104,10 @@ class MemoryGraph:
         # The association walk reads the mirror: CypherNeighbourhood returns the same rows but costs
         # more at 10k and 100k memories (docs/design.md, "Association neighbourhood: Cypher vs mirror").
         self.neighbourhood: Neighbourhood = MirrorNeighbourhood(self.mirror)
-        self.autokey = Autokey(self)
+        self.autokey = Autokey(lambda: self.settings, store, self.vectors, clock)
         self.access = AccessLog(store)
-        self.requests = RequestLog(self)  # mutating calls' results by request id (daemon retries)
+        # mutating calls' results by request id (daemon retries)
+        self.requests = RequestLog(store, clock, self.memory_json)
 
     # -- opening -------------------------------------------------------------------
     @classmethod
@@ -285,44 +299,55 @@ class MemoryGraph:
         return m["expires_at"] is not None and m["expires_at"] <= self.now()
 
     # -- tools -----------------------------------------------------------------------
-    def remember(self, source: dict[str, Any] | None = None, **args: Any) -> RememberResult:
-        return write.remember(self, args, source)
+    # Each tool takes its typed request (keymem/memory/calls.py), or the request's fields as
+    # keywords (a tool call's JSON arguments): ``graph.recall(query="apple", top_k=3)``. ``source``
+    # is the host's provenance for a write, never an agent's argument.
+    def remember(self, request: RememberRequest | None = None, /, source: dict[str, Any] | None = None,
+                 **fields: Any) -> RememberResult:
+        return write.remember(self, request or RememberRequest.of(fields), source)
 
     def remember_batch(self, items: Any, source: dict[str, Any] | None = None) -> BatchResult:
+        """``items``: a list of remember requests' fields (JSON objects), all written in one transaction."""
         return write.remember_batch(self, items, source)
 
-    def correct(self, source: dict[str, Any] | None = None, **args: Any) -> CorrectResult:
-        return write.correct(self, args, source)
+    def correct(self, request: CorrectRequest | None = None, /, source: dict[str, Any] | None = None,
+                **fields: Any) -> CorrectResult:
+        return write.correct(self, request or CorrectRequest.of(fields), source)
 
-    def forget(self, **args: Any) -> ForgetResult:
-        return write.forget(self, args)
+    def forget(self, request: ForgetRequest | None = None, /, **fields: Any) -> ForgetResult:
+        return write.forget(self, request or ForgetRequest.of(fields))
 
-    def dismiss(self, **args: Any) -> DismissResult:
-        return write.dismiss(self, args)
+    def dismiss(self, request: DismissRequest | None = None, /, **fields: Any) -> DismissResult:
+        return write.dismiss(self, request or DismissRequest.of(fields))
 
-    def confirm_memory(self, **args: Any) -> MemoryView:
-        done = write.confirm(self, args)
+    def confirm_memory(self, request: ConfirmRequest | None = None, /, **fields: Any) -> MemoryView:
+        done = write.confirm(self, request or ConfirmRequest.of(fields))
         return navigate.memory_view(self, write.get_memory(self, done["memory_id"]), self.now())
 
-    def read_key(self, **args: Any) -> ReadKeyResult:
-        return navigate.read_key(self, args)
+    def read_key(self, request: ReadKeyRequest | None = None, /, **fields: Any) -> ReadKeyResult:
+        return navigate.read_key(self, request or ReadKeyRequest.of(fields))
 
-    def read_memory(self, **args: Any) -> MemoryView:
-        return navigate.read_memory(self, args)
+    def read_memory(self, request: ReadMemoryRequest | None = None, /, **fields: Any) -> MemoryView:
+        return navigate.read_memory(self, request or ReadMemoryRequest.of(fields))
 
-    def browse_keys(self, **args: Any) -> BrowseResult:
-        return navigate.browse_keys(self, args)
+    def browse_keys(self, request: BrowseKeysRequest | None = None, /, **fields: Any) -> BrowseResult:
+        return navigate.browse_keys(self, request or BrowseKeysRequest.of(fields))
 
-    def recall(self, **args: Any) -> RecallResult:
-        return recall.recall(self, args)
+    def recall(self, request: RecallRequest | None = None, /, **fields: Any) -> RecallResult:
+        return recall.recall(self, request or RecallRequest.of(fields))
 
-    def recall_direct(self, *, reinforce: bool = True, **args: Any) -> DirectResult:
-        """Hybrid associative recall (BM25 + key path + RRF + hops + cross-encoder)."""
-        return associative.recall_direct(self, args, reinforce=reinforce)
+    def recall_direct(self, request: DirectRequest | None = None, /, *, reinforce: bool = True,
+                      **fields: Any) -> DirectResult:
+        """Hybrid associative recall (BM25 + key path + association + cross-encoder)."""
+        return associative.recall_direct(self, request or DirectRequest.of(fields), reinforce=reinforce)
 
-    def recall_inject(self, **args: Any) -> InjectResult:
+    def recall_inject(self, request: InjectRequest | None = None, /, **fields: Any) -> InjectResult:
         """The prompt hook's few memories above an absolute relevance floor."""
-        return associative.recall_inject(self, args)
+        return associative.recall_inject(self, request or InjectRequest.of(fields))
+
+    def memory_json(self, memory_id: str) -> dict[str, Any]:
+        """A memory's read_memory view as JSON, read without side effects (a replayed confirm's answer)."""
+        return navigate.memory_view(self, write.get_memory(self, memory_id), self.now()).dump()
 
     # -- maintenance -------------------------------------------------------------------
     def sweep(self) -> dict[str, int]:

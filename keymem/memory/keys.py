@@ -10,36 +10,25 @@ keeps 파이썬 and Python in one cluster.
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from keymem.memory.names import add_literal_name, name_id, new_id
 from keymem.memory.views import KeyView
 from keymem.store.db import Tx
-from keymem.text.tokenize import literal_key, normalize_text
+from keymem.text.tokenize import normalize_text
 
 if TYPE_CHECKING:
-    from keymem.memory.graph import MemoryGraph
+    from keymem.memory.parts import Parts
 
 SHORT_KEY_CHARS = 3
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:20]}"
-
-
-def name_id(namespace: str, norm: str) -> str:
-    """Primary key of a KeyName row: unique per namespace and normalised text."""
-    return f"{namespace}\x1f{norm}"
-
-
 NAME_SINGLES = 24  # up to this many names are looked up one primary-key statement each
 
 
-def keys_by_names(graph: MemoryGraph, run: Callable[..., list[dict[str, Any]]], nids: list[str],
+def keys_by_names(graph: Parts, run: Callable[..., list[dict[str, Any]]], nids: list[str],
                   ) -> dict[str, dict[str, Any]]:
     """KeyName id -> key row (id, namespace, text, key_type) for the names that exist.
 
@@ -60,27 +49,6 @@ def keys_by_names(graph: MemoryGraph, run: Callable[..., list[dict[str, Any]]], 
     return out
 
 
-def add_literal_name(tx: Tx, namespace: str, text: str, key_id: str) -> str | None:
-    """Also register the key's literal form when it differs from its normalised text.
-
-    Recall matches names by the query's word n-grams, which drop punctuation ("Dr. Smith"
-    appears as "dr smith"); without this row such a name could never match literally.
-    Returns the KeyName id of that form (the first key to claim it keeps it), or None.
-    """
-    form = literal_key(text)
-    if form and form != normalize_text(text):
-        nid = name_id(namespace, form)
-        tx.run("key/name_literal", id=nid, key_id=key_id)
-        return nid
-    return None
-
-
-def remove_literal_name(tx: Tx, namespace: str, text: str, key_id: str) -> None:
-    form = literal_key(text)
-    if form and form != normalize_text(text):
-        tx.run("key/name_delete_if", id=name_id(namespace, form), key_id=key_id)
-
-
 @dataclass
 class ResolvedKey:
     key_id: str
@@ -96,7 +64,7 @@ class KeyResolver:
     concept keys are computed before the transaction starts.
     """
 
-    def __init__(self, graph: MemoryGraph, tx: Tx, vectors: dict[str, np.ndarray], now: float) -> None:
+    def __init__(self, graph: Parts, tx: Tx, vectors: dict[str, np.ndarray], now: float) -> None:
         self.graph = graph
         self.tx = tx
         self.vectors = vectors  # normalised text -> unit vector, for concept keys not found by name
@@ -206,7 +174,7 @@ def specificity(n_memories: int, df: int, key_type: str, hub: bool) -> float:
 
 
 def key_views(
-    graph: MemoryGraph,
+    graph: Parts,
     rows: list[dict[str, Any]],
     namespace: str,
     now: float,

@@ -18,6 +18,7 @@ import numpy as np
 
 from keymem.errors import NotFound
 from keymem.memory import validate
+from keymem.memory.calls import BrowseKeysRequest, ReadKeyRequest, ReadMemoryRequest
 from keymem.memory.keys import key_views
 from keymem.memory.validity import depth_stage, iso, validity
 from keymem.memory.views import BrowseResult, KeyLinkRef, KeyMemory, MemoryView, ReadKeyResult
@@ -25,7 +26,7 @@ from keymem.memory.write import LINK_MAX, LINK_MIN, get_memory
 from keymem.text.tokenize import literal_key, literal_tokens
 
 if TYPE_CHECKING:
-    from keymem.memory.graph import MemoryGraph
+    from keymem.memory.parts import Parts
 
 PREVIEW_CHARS = 160
 EXACT_LEXICAL = 2000
@@ -41,7 +42,7 @@ def preview(content: str, limit: int = PREVIEW_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def get_key(graph: MemoryGraph, key_id: Any, namespace: Any = None) -> dict[str, Any]:
+def get_key(graph: Parts, key_id: Any, namespace: Any = None) -> dict[str, Any]:
     kid = validate.ident(key_id, "key_id", "k")
     k = graph.mirror.key(kid)
     ns = None if namespace is None else validate.namespace(namespace)
@@ -61,7 +62,7 @@ class Ranked:
     kind: str
 
 
-def rank_in_key(graph: MemoryGraph, key_id: str, namespace: str, query: str | None, now: float,
+def rank_in_key(graph: Parts, key_id: str, namespace: str, query: str | None, now: float,
                 head: int | None = None) -> list[Ranked]:
     """Every visible memory of a key, best first (equal ones by id within the first ``head``).
 
@@ -129,7 +130,7 @@ def _ties_by_id(order: np.ndarray, score: np.ndarray, created: np.ndarray, ids: 
 _WORDS = re.compile(r"\w+")
 
 
-def named_memories(graph: MemoryGraph, key_id: str, memory_ids: list[str], query: str) -> set[str]:
+def named_memories(graph: Parts, key_id: str, memory_ids: list[str], query: str) -> set[str]:
     """Which of ``memory_ids`` are linked to a name or proper noun (other than ``key_id``) that the
     query mentions literally; read from the mirror, no store lookup."""
     folded = query.casefold()
@@ -154,7 +155,7 @@ def named_memories(graph: MemoryGraph, key_id: str, memory_ids: list[str], query
     return out
 
 
-def contents(graph: MemoryGraph, ids: list[str]) -> dict[str, str]:
+def contents(graph: Parts, ids: list[str]) -> dict[str, str]:
     """Content of memories by id, read from the store: one primary-key lookup each for a handful."""
     if not ids:
         return {}
@@ -168,7 +169,7 @@ def contents(graph: MemoryGraph, ids: list[str]) -> dict[str, str]:
     return {r["id"]: r["content"] for r in graph.store.query("mirror/contents", ids=ids)}
 
 
-def fetch(graph: MemoryGraph, ids: list[str], now: float | None = None) -> dict[str, dict[str, Any]]:
+def fetch(graph: Parts, ids: list[str], now: float | None = None) -> dict[str, dict[str, Any]]:
     """Ranking/validity fields (from the mirror) plus content of memories; visible ones when ``now`` is given."""
     meta = {mid: graph.mirror.memory(mid, now) for mid in ids}
     text = contents(graph, [mid for mid, m in meta.items() if m is not None])
@@ -180,13 +181,9 @@ def fetch(graph: MemoryGraph, ids: list[str], now: float | None = None) -> dict[
     return out
 
 
-def read_key(graph: MemoryGraph, args: dict[str, Any]) -> ReadKeyResult:
-    k = get_key(graph, args.get("key_id"), args.get("namespace"))
-    query = args.get("query")
-    if query is not None:
-        query = validate.text(query, "query", max_chars=4000)
-    limit = validate.count(args.get("limit"), "limit", default=10, lo=1, hi=100)
-    offset = validate.count(args.get("offset"), "offset", default=0, lo=0, hi=1_000_000)
+def read_key(graph: Parts, request: ReadKeyRequest) -> ReadKeyResult:
+    k = get_key(graph, request.key_id, request.namespace)
+    query, limit, offset = request.query, request.limit, request.offset
     now = graph.now()
     ranked = rank_in_key(graph, k["id"], k["namespace"], query, now, head=offset + limit)
     page = ranked[offset : offset + limit]
@@ -204,7 +201,7 @@ def read_key(graph: MemoryGraph, args: dict[str, Any]) -> ReadKeyResult:
     return ReadKeyResult(key=view, memories=memories, total=len(ranked), offset=offset, limit=limit)
 
 
-def memory_view(graph: MemoryGraph, m: dict[str, Any], now: float) -> MemoryView:
+def memory_view(graph: Parts, m: dict[str, Any], now: float) -> MemoryView:
     weight = dict(graph.mirror.memory_keys(m["id"]))
     keys = sorted(graph.mirror.keys(weight), key=lambda k: (-weight[k["id"]], k["text"]))
     related = graph.mirror.related_ids(m["id"])
@@ -218,14 +215,13 @@ def memory_view(graph: MemoryGraph, m: dict[str, Any], now: float) -> MemoryView
     )
 
 
-def read_memory(graph: MemoryGraph, args: dict[str, Any]) -> MemoryView:
-    m = get_memory(graph, args.get("memory_id"), args.get("namespace"))
-    via = args.get("via_key_id")
+def read_memory(graph: Parts, request: ReadMemoryRequest) -> MemoryView:
+    m = get_memory(graph, request.memory_id, request.namespace)
+    via = request.via_key_id
     now = graph.now()
-    if via is not None:  # every check before the first write: a refusal must not roll back a SET
-        via = validate.ident(via, "via_key_id", "k")
-        if via not in dict(graph.mirror.memory_keys(m["id"])):
-            raise NotFound(f"memory {m['id']} is not linked to key {via}")
+    # every check before the first write: a refusal must not roll back a SET
+    if via is not None and via not in dict(graph.mirror.memory_keys(m["id"])):
+        raise NotFound(f"memory {m['id']} is not linked to key {via}")
     if via is None:  # the access alone is coalesced with other reads' (memory/access.py)
         graph.access.record(m["id"], now)
     else:
@@ -244,13 +240,8 @@ def read_memory(graph: MemoryGraph, args: dict[str, Any]) -> MemoryView:
     return memory_view(graph, fresh, now)
 
 
-def browse_keys(graph: MemoryGraph, args: dict[str, Any]) -> BrowseResult:
-    ns = validate.namespace(args.get("namespace"))
-    hubs_only = args.get("hubs_only", False)
-    if not isinstance(hubs_only, bool):
-        raise validate.InvalidInput("hubs_only must be true or false")
-    limit = validate.count(args.get("limit"), "limit", default=50, lo=1, hi=500)
-    offset = validate.count(args.get("offset"), "offset", default=0, lo=0, hi=1_000_000)
+def browse_keys(graph: Parts, request: BrowseKeysRequest) -> BrowseResult:
+    ns, hubs_only, limit, offset = request.namespace, request.hubs_only, request.limit, request.offset
     now = graph.now()
     min_count = graph.settings.key_hub_min_links if hubs_only else 1
     rows = graph.store.query("key/browse", namespace=ns, now=now, min_count=min_count, offset=offset, limit=limit)

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from keymem.index.lexical import capped
-from keymem.memory import validate
-from keymem.memory.keys import key_views, keys_by_names, name_id
+from keymem.memory.calls import RecallRequest
+from keymem.memory.keys import key_views, keys_by_names
+from keymem.memory.names import name_id
 from keymem.memory.navigate import LEXICAL_WINDOW, fetch
 from keymem.memory.validity import validity
 from keymem.memory.views import KeyRef, KeyView, MemoryPreview, RecallResult
@@ -31,7 +32,7 @@ from keymem.memory.write import LINK_INIT
 from keymem.text.tokenize import literal_tokens
 
 if TYPE_CHECKING:
-    from keymem.memory.graph import MemoryGraph
+    from keymem.memory.parts import Parts
 
 LITERAL = "literal_match"
 COSINE = "key_cosine"
@@ -45,7 +46,7 @@ BIG_KEY_HITS = 100  # ... (this many) ...
 STRONGEST_LINKS = 20  # ... or, when none is among them (routed by meaning alone), this many strongest links
 
 
-def route_keys(graph: MemoryGraph, query: str, qvec: np.ndarray, namespace: str, limit: int) -> dict[str, tuple[float, str]]:
+def route_keys(graph: Parts, query: str, qvec: np.ndarray, namespace: str, limit: int) -> dict[str, tuple[float, str]]:
     """Key id -> (relevance, score kind): concept keys by cosine, names and aliases literally."""
     found: dict[str, tuple[float, str]] = {}
     threshold = graph.thresholds.key_recall
@@ -57,7 +58,7 @@ def route_keys(graph: MemoryGraph, query: str, qvec: np.ndarray, namespace: str,
     return found
 
 
-def lexical_keys(graph: MemoryGraph, query: str, namespace: str) -> dict[str, tuple[float, str]]:
+def lexical_keys(graph: Parts, query: str, namespace: str) -> dict[str, tuple[float, str]]:
     """When no key routes, the keys of the best lexical memories (capped BM25 as relevance)."""
     hits = graph.lexical.search(query, 3, namespace)
     found: dict[str, tuple[float, str]] = {}
@@ -71,16 +72,9 @@ def lexical_keys(graph: MemoryGraph, query: str, namespace: str) -> dict[str, tu
     return found
 
 
-def recall(graph: MemoryGraph, args: dict[str, Any]) -> RecallResult:
-    query = validate.text(args.get("query"), "query", max_chars=4000)
-    top_k = validate.count(args.get("top_k"), "top_k", default=5, lo=1, hi=50)
-    ns = validate.namespace(args.get("namespace"))
-    context = args.get("context")
-    if context is not None:
-        context = validate.text(context, "context", max_chars=20_000)
-    explain = args.get("explain", False)
-    if not isinstance(explain, bool):
-        raise validate.InvalidInput("explain must be true or false")
+def recall(graph: Parts, request: RecallRequest) -> RecallResult:
+    query, top_k, ns, context, explain = (request.query, request.top_k, request.namespace, request.context,
+                                          request.explain)
     now = graph.now()
     qvec = graph.embed([query])[0]
     scored = route_keys(graph, query, qvec, ns, top_k) or lexical_keys(graph, query, ns)
@@ -122,7 +116,7 @@ class Candidates:
     depth x freshness) when none is among them.
     """
 
-    def __init__(self, graph: MemoryGraph, views: list[KeyView], text: str, namespace: str, now: float) -> None:
+    def __init__(self, graph: Parts, views: list[KeyView], text: str, namespace: str, now: float) -> None:
         hits = graph.lexical.search(text, LEXICAL_WINDOW, namespace)
         self.lexical = dict(hits)
         self.offered: dict[str, list[str]] = {}  # key id -> the memories it offers
@@ -181,7 +175,7 @@ def order_keys(views: list[KeyView], cands: Candidates, preview: str | None) -> 
 Chosen = tuple[str, dict[str, Any], float, str]  # memory id, its row (with content), score, score kind
 
 
-def choose_preview(graph: MemoryGraph, cands: Candidates, text: str, now: float) -> Chosen | None:
+def choose_preview(graph: Parts, cands: Candidates, text: str, now: float) -> Chosen | None:
     """The best candidate, or the cross-encoder's best of the top ``rerank_pool`` when one is loaded.
 
     Without a cross-encoder the score shown is the memory's ``content_relevance`` (capped BM25 of
@@ -201,7 +195,7 @@ def choose_preview(graph: MemoryGraph, cands: Candidates, text: str, now: float)
     return pool[0], rows[pool[0]], capped(cands.lexical.get(pool[0], 0.0)), LEXICAL
 
 
-def preview_view(graph: MemoryGraph, chosen: Chosen, views: list[KeyView], cands: Candidates, now: float,
+def preview_view(graph: Parts, chosen: Chosen, views: list[KeyView], cands: Candidates, now: float,
                  ) -> MemoryPreview:
     """The passive preview, under the first returned key that links the memory."""
     best, m, score, kind = chosen

@@ -45,8 +45,7 @@ from typing import TYPE_CHECKING, Any
 from keymem.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from keymem.memory.graph import MemoryGraph
-    from keymem.store.db import Tx
+    from keymem.store.db import Store, Tx
 
 log = logging.getLogger("keymem.memory")
 
@@ -86,8 +85,9 @@ def call_digest(method: str, params: dict[str, Any]) -> str:
 class RequestLog:
     """The recorded results of one graph's mutating calls."""
 
-    def __init__(self, graph: MemoryGraph) -> None:
-        self.graph = graph
+    def __init__(self, store: Store, clock: Callable[[], float], memory_view: Callable[[str], Any]) -> None:
+        self.store, self.now = store, clock
+        self.memory_view = memory_view  # a memory's read_memory view as JSON: confirm_memory's replayed answer
         self.ttl = REQUEST_TTL_S
         self.max_rows = MAX_REQUESTS
         self.slack = PRUNE_SLACK
@@ -102,7 +102,7 @@ class RequestLog:
         rid = check_request_id(request_id)
         digest = call_digest(method, params)
         with self._claim(rid):
-            rows = self.graph.store.query("request/get", id=rid)
+            rows = self.store.query("request/get", id=rid)
             if rows:
                 if rows[0]["digest"] != digest:
                     raise InvalidInput(f"request_id {rid} was already used for another call; send a new id for a new call")
@@ -124,7 +124,7 @@ class RequestLog:
             return
         payload = result.dump() if hasattr(result, "dump") else result
         text = json.dumps(payload, ensure_ascii=True, separators=(",", ":"))
-        tx.run("request/record", id=pending.id, digest=pending.digest, result=text, at=self.graph.now())
+        tx.run("request/record", id=pending.id, digest=pending.digest, result=text, at=self.now())
         tx.scratch["request_recorded"] = True
 
         def committed() -> None:
@@ -139,10 +139,7 @@ class RequestLog:
         if method == "remember":  # recorded as the batch the single memory was written in
             return payload["results"][0]
         if method == "confirm_memory":
-            from keymem.memory import navigate, write
-
-            g = self.graph
-            return navigate.memory_view(g, write.get_memory(g, payload["memory_id"]), g.now()).dump()
+            return self.memory_view(payload["memory_id"])
         return payload
 
     @contextlib.contextmanager
@@ -162,7 +159,7 @@ class RequestLog:
     def count(self) -> int:
         rows = self._rows
         if rows is None:
-            rows = int(self.graph.store.query("request/count")[0]["n"])
+            rows = int(self.store.query("request/count")[0]["n"])
             with self._rows_lock:
                 self._rows = rows
         return rows
@@ -173,21 +170,21 @@ class RequestLog:
 
     def prune(self) -> int:
         """Delete the oldest results beyond ``max_rows``; return how many went."""
-        rows = self.graph.store.query("request/cutoff", keep=self.max_rows)
+        rows = self.store.query("request/cutoff", keep=self.max_rows)
         if not rows:
             return 0
         return self._expire(math.nextafter(float(rows[0]["at"]), math.inf))
 
     def sweep(self) -> int:
         """Delete the results older than ``ttl`` (the periodic sweep); return how many went."""
-        before = self.graph.now() - self.ttl
-        oldest = self.graph.store.query("request/oldest")
+        before = self.now() - self.ttl
+        oldest = self.store.query("request/oldest")
         if not oldest or oldest[0]["at"] is None or oldest[0]["at"] >= before:
             return 0
         return self._expire(before)
 
     def _expire(self, before: float) -> int:
-        with self.graph.store.write() as tx:
+        with self.store.write() as tx:
             n = int(tx.run("request/expire", before=before)[0]["n"])
         with self._rows_lock:
             self._rows = None

@@ -8,6 +8,7 @@ request id (``graph.requests.record``), so a client's retry gets that result (me
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -17,7 +18,9 @@ import numpy as np
 
 from keymem.errors import InvalidInput, KeymemError, NotFound, StoreError
 from keymem.memory import validate
-from keymem.memory.keys import KeyResolver, keys_by_names, name_id, new_id
+from keymem.memory.calls import ConfirmRequest, CorrectRequest, DismissRequest, ForgetRequest, RememberRequest
+from keymem.memory.keys import KeyResolver, keys_by_names
+from keymem.memory.names import name_id, new_id
 from keymem.memory.validity import DEPTH_STEP, SUPERSEDED_DEPTH_FACTOR
 from keymem.memory.views import (
     BatchResult,
@@ -31,7 +34,7 @@ from keymem.store.db import Tx
 from keymem.text.tokenize import TERMS_SEP, normalize_text, tokenize
 
 if TYPE_CHECKING:
-    from keymem.memory.graph import MemoryGraph
+    from keymem.memory.parts import Parts
 
 LINK_INIT = 1.0
 LINK_MIN = 0.1
@@ -58,7 +61,7 @@ def norm_id(namespace: str, content: str) -> str:
     return f"{namespace}\x1f{digest}"
 
 
-def parse_item(graph: MemoryGraph, raw: dict[str, Any], *, where: str = "") -> Item:
+def parse_item(graph: Parts, raw: dict[str, Any], *, where: str = "") -> Item:
     s = graph.settings
     allowed = {"content", "keys", "key_types", "namespace", "ttl_seconds", "decay_profile", "related_to", "source"}
     unknown = set(raw) - allowed
@@ -81,7 +84,7 @@ def parse_item(graph: MemoryGraph, raw: dict[str, Any], *, where: str = "") -> I
         raise InvalidInput(f"{where}{exc}") from None
 
 
-def _key_vectors(graph: MemoryGraph, items: list[Item]) -> dict[str, np.ndarray]:
+def _key_vectors(graph: Parts, items: list[Item]) -> dict[str, np.ndarray]:
     """Embed, in one batch and outside the write lock, the concept keys not yet stored by name."""
     wanted: dict[str, str] = {}
     for it in items:
@@ -108,7 +111,7 @@ def _check_related(tx: Tx, ids: list[str], namespace: str) -> None:
             raise NotFound(f"related_to: memory {mid} does not exist in namespace {namespace!r}")
 
 
-def _write_one(graph: MemoryGraph, tx: Tx, resolver: KeyResolver, it: Item, now: float,
+def _write_one(graph: Parts, tx: Tx, resolver: KeyResolver, it: Item, now: float,
                *, supersedes: str | None = None, depth: float = 0.0) -> RememberResult:
     nid = norm_id(it.namespace, it.content)
     dup = tx.run("memory/norm_get", id=nid)
@@ -147,7 +150,7 @@ def _write_one(graph: MemoryGraph, tx: Tx, resolver: KeyResolver, it: Item, now:
     return RememberResult(memory_id=mid, keys=list(briefs.values()), duplicate=False)
 
 
-def remember_items(graph: MemoryGraph, items: list[Item], source: dict[str, Any] | None) -> list[RememberResult]:
+def remember_items(graph: Parts, items: list[Item], source: dict[str, Any] | None) -> list[RememberResult]:
     source = validate.source(source, "host source")  # type: ignore[assignment]
     vectors = _key_vectors(graph, items)
     now = graph.now()
@@ -169,11 +172,11 @@ def remember_items(graph: MemoryGraph, items: list[Item], source: dict[str, Any]
     return results
 
 
-def remember(graph: MemoryGraph, args: dict[str, Any], source: dict[str, Any] | None = None) -> RememberResult:
-    return remember_items(graph, [parse_item(graph, args)], source)[0]
+def remember(graph: Parts, request: RememberRequest, source: dict[str, Any] | None = None) -> RememberResult:
+    return remember_items(graph, [parse_item(graph, dataclasses.asdict(request))], source)[0]
 
 
-def remember_batch(graph: MemoryGraph, items: Any, source: dict[str, Any] | None = None) -> BatchResult:
+def remember_batch(graph: Parts, items: Any, source: dict[str, Any] | None = None) -> BatchResult:
     if not isinstance(items, list) or not items:
         raise InvalidInput("items must be a non-empty list of memories")
     if len(items) > 1000:
@@ -186,7 +189,7 @@ def remember_batch(graph: MemoryGraph, items: Any, source: dict[str, Any] | None
     return BatchResult(results=remember_items(graph, parsed, source))
 
 
-def get_memory(graph: MemoryGraph, memory_id: Any, namespace: Any = None, *, tx: Tx | None = None,
+def get_memory(graph: Parts, memory_id: Any, namespace: Any = None, *, tx: Tx | None = None,
                active_only: bool = False) -> dict[str, Any]:
     """A visible memory row (not expired; in ``namespace`` when given) or NotFound."""
     mid = validate.ident(memory_id, "memory_id", "m")
@@ -203,12 +206,16 @@ def get_memory(graph: MemoryGraph, memory_id: Any, namespace: Any = None, *, tx:
     return m
 
 
-def correct(graph: MemoryGraph, args: dict[str, Any], source: dict[str, Any] | None = None) -> CorrectResult:
-    old = get_memory(graph, args.get("memory_id"), args.get("namespace"), active_only=True)
-    raw = {k: v for k, v in args.items() if k not in ("memory_id", "namespace")}
+def correct(graph: Parts, request: CorrectRequest, source: dict[str, Any] | None = None) -> CorrectResult:
+    old = get_memory(graph, request.memory_id, request.namespace, active_only=True)
+    raw = {k: v for k, v in dataclasses.asdict(request).items() if k not in ("memory_id", "namespace")}
+    # What is carried over is read from the mirror, the copy read_memory shows (kept exact after
+    # every commit, loaded by table scans at open). A join from the memory's id (memory/keys) was
+    # seen to miss its links after Kuzu 0.11.3 replayed a WAL (docs/reliability.md).
     if raw.get("keys") is None:
-        old_keys = graph.store.query("memory/keys", id=old["id"])
-        raw["keys"] = [k["key"] for k in old_keys]
+        weight = dict(graph.mirror.memory_keys(old["id"]))
+        old_keys = sorted(graph.mirror.keys(weight), key=lambda k: (-weight[k["id"]], k["text"]))
+        raw["keys"] = [k["text"] for k in old_keys]
         raw["key_types"] = [k["key_type"] for k in old_keys]
     raw.setdefault("decay_profile", None)
     if raw["decay_profile"] is None:
@@ -218,7 +225,7 @@ def correct(graph: MemoryGraph, args: dict[str, Any], source: dict[str, Any] | N
         raw["ttl_seconds"] = max(1.0, remaining) if old["expires_at"] else old["ttl_seconds"]
     raw["namespace"] = old["namespace"]
     if raw.get("related_to") is None:
-        raw["related_to"] = [r["id"] for r in graph.store.query("memory/related", id=old["id"])]
+        raw["related_to"] = graph.mirror.related_ids(old["id"])
     it = parse_item(graph, raw)
     if normalize_text(it.content) == old["norm"]:
         raise InvalidInput("the corrected content is the same as the current version; nothing to correct")
@@ -246,7 +253,7 @@ def correct(graph: MemoryGraph, args: dict[str, Any], source: dict[str, Any] | N
     return done
 
 
-def _delete(graph: MemoryGraph, tx: Tx, memory_id: str) -> None:
+def _delete(graph: Parts, tx: Tx, memory_id: str) -> None:
     """Remove a memory, its links and the keys left with no memory."""
     key_ids = [r["key_id"] for r in tx.run("memory/keys", id=memory_id)]
     tx.run("memory/norm_delete", memory_id=memory_id)
@@ -260,7 +267,7 @@ def _delete(graph: MemoryGraph, tx: Tx, memory_id: str) -> None:
             delete_key(graph, tx, orphan["id"], orphan["namespace"])
 
 
-def delete_key(graph: MemoryGraph, tx: Tx, key_id: str, namespace: str) -> None:
+def delete_key(graph: Parts, tx: Tx, key_id: str, namespace: str) -> None:
     tx.run("key/name_delete_for_key", key_id=key_id)
     tx.run("alias/delete_for_key", key_id=key_id)
     tx.run("alias/pending_cancel", key_id=key_id)
@@ -271,8 +278,8 @@ def delete_key(graph: MemoryGraph, tx: Tx, key_id: str, namespace: str) -> None:
     graph.mirror.touch(tx, keys=[key_id])
 
 
-def forget(graph: MemoryGraph, args: dict[str, Any]) -> ForgetResult:
-    m = get_memory(graph, args.get("memory_id"), args.get("namespace"))
+def forget(graph: Parts, request: ForgetRequest) -> ForgetResult:
+    m = get_memory(graph, request.memory_id, request.namespace)
     with graph.store.write() as tx:
         m = get_memory(graph, m["id"], tx=tx)
         if m["active"] and m["supersedes"]:  # the current version takes its history with it
@@ -283,7 +290,7 @@ def forget(graph: MemoryGraph, args: dict[str, Any]) -> ForgetResult:
     return done
 
 
-def delete_expired(graph: MemoryGraph) -> int:
+def delete_expired(graph: Parts) -> int:
     """The TTL sweep: expired memories (already invisible) are deleted for good."""
     rows = graph.store.query("memory/expired", now=graph.now())
     for r in rows:
@@ -293,9 +300,9 @@ def delete_expired(graph: MemoryGraph) -> int:
     return len(rows)
 
 
-def dismiss(graph: MemoryGraph, args: dict[str, Any]) -> DismissResult:
-    m = get_memory(graph, args.get("memory_id"), args.get("namespace"))
-    key_id = validate.ident(args.get("key_id"), "key_id", "k")
+def dismiss(graph: Parts, request: DismissRequest) -> DismissResult:
+    m = get_memory(graph, request.memory_id, request.namespace)
+    key_id = request.key_id
     with graph.store.write() as tx:
         rows = tx.run("link/get", key_id=key_id, memory_id=m["id"])
         if not rows:
@@ -310,10 +317,9 @@ def dismiss(graph: MemoryGraph, args: dict[str, Any]) -> DismissResult:
     return done
 
 
-def confirm(graph: MemoryGraph, args: dict[str, Any]) -> dict[str, Any]:
-    evidence = validate.text(args.get("evidence"), "evidence", max_chars=4000)
-    m = get_memory(graph, args.get("memory_id"), args.get("namespace"), active_only=True)
-    source = validate.source(args.get("source"))
+def confirm(graph: Parts, request: ConfirmRequest) -> dict[str, Any]:
+    evidence, source = request.evidence, request.source
+    m = get_memory(graph, request.memory_id, request.namespace, active_only=True)
     record = json.dumps({"evidence": evidence, "source": source}, ensure_ascii=False)
     with graph.store.write() as tx:
         get_memory(graph, m["id"], tx=tx, active_only=True)
