@@ -176,7 +176,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     import _common
     import scale
 
-    from keymem.index.lexical import release_freed_memory
+    from keymem.index.bm25 import release_freed_memory
     from keymem.memory.graph import MemoryGraph
     from keymem.models import _onnx
     from keymem.store import migrations

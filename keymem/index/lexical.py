@@ -34,39 +34,13 @@ calling ``retrieve(weight_mask=...)``: retrieve sums the precomputed scores and 
 the per-term IDF correction above.  Masked rows are dropped by filtering the candidates on the
 ``alive`` array, which is what ``weight_mask`` would do.
 
-Namespaces: one index per namespace, not one index with a namespace mask
--------------------------------------------------------------------------
-Building a mask from a per-doc namespace-code array is cheap (~10 us per query at 100k docs),
-so that cost is not the reason.  Per-namespace shards are chosen because (1) BM25 statistics
-then belong to the namespace: with a shared index the scores (and the ``content_relevance``
-derived from them) in namespace A would move whenever B writes, which is both a cross-tenant
-signal and irreproducible; (2) a search costs in proportion to its own namespace's postings:
-measured, a query in a 1k-doc namespace takes ~0.03 ms next to a 100k-doc namespace, while
-scoring a shared 101k-doc index and masking costs what the big namespace's search costs
-(~0.45 ms); (3) rebuilds are per namespace, so one busy agent does not make everyone's index
-be rebuilt.  Isolation is structural: a search only ever touches its own shard.
-
-Measured (2 cores shared with other work, CPython 3.11, numpy 2.4, bm25s 0.3.16; 100k English
-docs of 14-26 words in one namespace; CPU time because wall-clock on the shared box was noisy;
-script in ``tests/index/test_lexical.py``):
-
-* ``add_many`` of 100k docs: ~5.7 s CPU, ~4.5 s of it tokenisation; the main build ~0.5 s.
-* ``add()``: ~0.14 ms CPU amortised, counting the background rebuilds' CPU (every ~5k adds).
-* full rebuild of ~113k docs: ~0.4-0.5 s CPU (0.4-1.3 s wall), outside the lock.  bm25s's own
-  builder takes ~1.2 s for the same work (see :class:`_VectorizedBM25`).
-* ``search`` (k=10, 3-6 word queries): p50 ~0.45 ms, p95 ~0.8 ms right after a rebuild;
-  p50 ~0.6 ms, p95 ~1.2 ms with a 3.7k-doc delta and 1k masked rows.
-* memory: ~50 MB of retained Python/numpy objects for 100k docs (tracemalloc; texts are not
-  kept, only int32 term ids); process RSS +160 MB after the bulk load because the allocator
-  keeps the build's transient buffers (~130 MB peak) for the next rebuild.
+Why one index per namespace, and what it costs (measured): docs/design.md, "BM25 index".
 """
 
 from __future__ import annotations
 
-import ctypes
 import heapq
 import logging
-import math
 import threading
 import time
 from array import array
@@ -74,122 +48,23 @@ from collections import Counter, deque
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 
-import bm25s
 import numpy as np
 
+from keymem.index.bm25 import (
+    K1,
+    B,
+    _build_main,
+    _Doc,
+    _Main,
+    _rank_key,
+    idf,
+    release_freed_memory,
+)
 from keymem.text.tokenize import tokenize
 
-__all__ = ["K1", "B", "LexicalIndex", "capped", "relevance", "idf"]
+__all__ = ["LexicalIndex"]
 
 log = logging.getLogger(__name__)
-
-# bm25s sets its own logger to DEBUG at import, which makes every rebuild log "Building index"
-# through the application's handlers.  Quiet it unless the application configured it itself.
-_bm25s_log = logging.getLogger("bm25s")
-if _bm25s_log.level == logging.DEBUG:
-    _bm25s_log.setLevel(logging.WARNING)
-
-# Lucene/bm25s defaults.  Not tuned: the project has no labelled recall set for this yet, and
-# short memories make b (length normalisation) matter little.
-K1 = 1.5
-B = 0.75
-
-
-def _rank_key(hit: tuple[str, float]) -> tuple[float, str]:
-    """Best first; equal scores ordered by id so results are deterministic."""
-    return (-hit[1], hit[0])
-
-
-def release_freed_memory() -> None:
-    """Hand the build's freed buffers back to the OS (glibc keeps them otherwise: ~100 MB at 100k docs)."""
-    global _LIBC
-    if _LIBC is None:
-        try:
-            _LIBC = ctypes.CDLL("libc.so.6")
-        except OSError:
-            _LIBC = False
-    if isinstance(_LIBC, ctypes.CDLL):
-        _LIBC.malloc_trim(0)
-
-
-_LIBC: ctypes.CDLL | bool | None = None
-
-
-def idf(n_docs: int, df: int) -> float:
-    """Lucene BM25 IDF, always > 0 (the same expression bm25s uses for ``method="lucene"``)."""
-    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-
-
-def capped(score: float) -> float:
-    """Map a raw BM25 score to [0, 1): ``s / (1 + s)`` (0 for non-positive or NaN input).
-
-    This is the ``content_relevance`` shown to agents.  It is monotone in the raw score and
-    saturates smoothly; it is not a probability and is not comparable across namespaces with very
-    different sizes.  (Floats round scores above ~1e16 to exactly 1.0.)
-    """
-    if not score > 0.0:  # also catches NaN
-        return 0.0
-    if math.isinf(score):
-        return 1.0
-    return score / (1.0 + score)
-
-
-# relevance() defaults: as if every query term occurred in 1 memory out of 10, in a collection
-# whose memories average 12 terms (a ~20-word memory after stopword removal).
-_REL_IDF = idf(10, 1)  # ~1.99
-_REL_AVGDL = 12.0
-
-
-def relevance(query: str, text: str, *, term_idf: float = _REL_IDF, avgdl: float = _REL_AVGDL) -> float:
-    """BM25-like score of one ad-hoc ``text`` for ``query``, without a collection.
-
-    With no collection there is no IDF, so each distinct query term that occurs in ``text``
-    contributes ``term_idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))`` with a constant
-    ``term_idf`` (default: the IDF of a term found in 1 of 10 memories, ~1.99) and a fixed
-    ``avgdl`` (default 12 terms).  The scale is thus close to an index score for a
-    moderately rare term, so ``capped(relevance(...))`` reads like ``capped`` of a search score:
-    one matched term in a 12-term text gives ~0.8 (capped ~0.44), three give ~2.4 (~0.7).
-    """
-    q = set(tokenize(query))
-    if not q:
-        return 0.0
-    terms = tokenize(text)
-    if not terms:
-        return 0.0
-    tf = Counter(terms)
-    norm = K1 * (1.0 - B + B * len(terms) / avgdl)
-    return sum(term_idf * tf[t] / (tf[t] + norm) for t in q if t in tf)
-
-
-@dataclass(slots=True, eq=False)
-class _Doc:
-    """An indexed document.  Immutable: re-adding an id creates a new object."""
-
-    ns: str
-    terms: array[int]  # global term ids, in text order, duplicates kept
-
-    @property
-    def length(self) -> int:
-        return len(self.terms)
-
-
-@dataclass(slots=True, eq=False)
-class _Main:
-    """An immutable bm25s index over a snapshot of one namespace."""
-
-    data: np.ndarray  # float32 precomputed scores, CSC by term column
-    indices: np.ndarray  # row of each entry
-    indptr: np.ndarray  # column start offsets
-    col_of: dict[int, int]  # global term id -> column
-    idf_built: np.ndarray  # float64 IDF per column at build time
-    avgdl: float
-    ids: list[str]  # row -> doc id
-    docs: list[_Doc]  # row -> the document object indexed in that row
-
-    @property
-    def rows(self) -> int:
-        return len(self.ids)
-
 
 @dataclass(slots=True, eq=False)
 class _Shard:
@@ -232,96 +107,6 @@ class _Shard:
             for doc_id in self.unindexed:
                 self.post(doc_id, self.delta[doc_id])
             self.unindexed.clear()
-
-
-class _VectorizedBM25(bm25s.BM25):
-    """``bm25s.BM25`` with a vectorised ``build_index_from_ids`` (the hook bm25s documents for
-    building "in a different way").
-
-    bm25s's stock builder loops over documents in Python (Counter + small numpy ops per doc):
-    ~1.2 s at 100k docs, all of it holding the GIL, so concurrent ``add``/``search`` calls queue
-    behind the 5 ms GIL switch interval (on the loaded 2-core dev box add() went from ~0.05 ms to
-    several ms while it ran).  This one does the same arithmetic with whole-array numpy operations
-    (~0.3 s at 100k, mostly in sorts that release the GIL) and returns the same CSC layout;
-    ``tests/index/test_lexical.py`` checks it against the stock builder.  Lucene/Robertson term
-    frequency only (the only variant this module uses).
-    """
-
-    def build_index_from_ids(
-        self,
-        unique_token_ids: list[int],
-        corpus_token_ids: list[np.ndarray],
-        show_progress: bool = True,
-        leave_progress: bool = False,
-    ) -> dict[str, np.ndarray | int]:
-        if self.method not in ("lucene", "robertson"):  # pragma: no cover - guarded by caller
-            raise ValueError(f"vectorised builder does not support method={self.method!r}")
-        n_vocab = len(unique_token_ids)
-        n_docs = len(corpus_token_ids)
-        lengths = np.fromiter((len(d) for d in corpus_token_ids), dtype=np.int64, count=n_docs)
-        flat = np.concatenate(corpus_token_ids).astype(np.int64) if n_docs else np.zeros(0, np.int64)
-        avg_doc_len = float(lengths.mean()) if n_docs else 0.0
-        doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-        pairs, tf = np.unique(doc_of * max(n_vocab, 1) + flat, return_counts=True)
-        rows = pairs // max(n_vocab, 1)
-        cols = pairs % max(n_vocab, 1)
-        df = np.bincount(cols, minlength=n_vocab)
-        idf_arr = np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(self.dtype)
-        tf_f = tf.astype(self.dtype)
-        norm = self.k1 * ((1.0 - self.b) + self.b * lengths[rows] / avg_doc_len) if len(rows) else 0.0
-        scores = (idf_arr[cols] * (tf_f / (norm + tf_f))).astype(self.dtype)
-        order = np.argsort(cols, kind="stable")  # by term; rows stay ascending within a term
-        indptr = np.zeros(n_vocab + 1, dtype=np.int64)
-        np.cumsum(df, out=indptr[1:])
-        return {
-            "data": scores[order],
-            "indices": rows[order].astype(self.int_dtype),
-            "indptr": indptr,
-            "num_docs": n_docs,
-        }
-
-
-def _build_main(snapshot: list[tuple[str, _Doc]]) -> _Main:
-    """Build a bm25s index for ``snapshot``.  Runs without the lock: touches no shared state."""
-    ids = [doc_id for doc_id, _ in snapshot]
-    docs = [doc for _, doc in snapshot]
-    lengths = np.fromiter((len(d.terms) for d in docs), dtype=np.int64, count=len(docs))
-    flat = np.frombuffer(b"".join(d.terms for d in docs), dtype=np.int32)
-    avgdl = float(lengths.mean()) if len(docs) else 0.0
-    if flat.size == 0:
-        return _Main(
-            data=np.zeros(0, np.float32),
-            indices=np.zeros(0, np.int32),
-            indptr=np.zeros(1, np.int64),
-            col_of={},
-            idf_built=np.zeros(0),
-            avgdl=avgdl,
-            ids=ids,
-            docs=docs,
-        )
-    uniq, inverse = np.unique(flat, return_inverse=True)
-    col_of = {t: i for i, t in enumerate(uniq.tolist())}
-    inverse = inverse.reshape(-1)
-    ends = np.cumsum(lengths).tolist()
-    corpus = [inverse[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
-    model = _VectorizedBM25(k1=K1, b=B, method="lucene")
-    # Tuple form (token ids per doc, vocab) skips bm25s's string-vocabulary pass.
-    model.index((corpus, dict(col_of)), create_empty_token=False, show_progress=False)
-    scores = model.scores
-    indptr = np.asarray(scores["indptr"])
-    df = np.diff(indptr).astype(np.float64)  # one entry per (doc, term): nnz per column == df
-    n = float(len(docs))
-    idf_built = np.log1p((n - df + 0.5) / (df + 0.5))
-    return _Main(
-        data=np.asarray(scores["data"]),
-        indices=np.asarray(scores["indices"]),
-        indptr=indptr,
-        col_of=col_of,
-        idf_built=idf_built,
-        avgdl=avgdl,
-        ids=ids,
-        docs=docs,
-    )
 
 
 class LexicalIndex:

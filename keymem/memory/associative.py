@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from keymem.index.lexical import capped
+from keymem.index.bm25 import capped
 from keymem.memory.calls import DirectRequest, InjectRequest
 from keymem.memory.evidence import Candidate, select_evidence
 from keymem.memory.navigate import contents

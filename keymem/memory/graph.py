@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from keymem.errors import StoreError
-from keymem.index.lexical import LexicalIndex, release_freed_memory
+from keymem.index.bm25 import release_freed_memory
+from keymem.index.lexical import LexicalIndex
 from keymem.index.mirror import GraphMirror
 from keymem.index.neighbourhood import MirrorNeighbourhood, Neighbourhood
 from keymem.memory import associative, navigate, recall, write

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from keymem.index.lexical import capped
+from keymem.index.bm25 import capped
 from keymem.memory.calls import RecallRequest
 from keymem.memory.keys import key_views, keys_by_names
 from keymem.memory.names import name_id

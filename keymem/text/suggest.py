@@ -56,9 +56,9 @@ def _yake_stopwords() -> frozenset[str]:
 
 @functools.lru_cache(maxsize=1)
 def _kiwi() -> Any:
-    from keymem.text.tokenize import _get_kiwi
+    from keymem.text.korean import get_kiwi
 
-    return _get_kiwi()
+    return get_kiwi()
 
 
 def _capitalised(word: str) -> bool:

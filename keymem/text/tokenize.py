@@ -17,8 +17,8 @@ Pipeline
    to Kiwi (the rest is split on whitespace into surface eojeols), and words longer than
    ``MAX_TOKEN_CHARS`` (100) are dropped, so a 1 MB text of any shape tokenises in seconds.
 
-Korean (kiwipiepy)
-------------------
+Korean (kiwipiepy, run by keymem/text/korean.py)
+-------------------------------------------------
 Kept as terms: common and proper nouns (NNG, NNP), numerals (NR), verb/adjective stems
 (VV, VA and their irregular variants, as Kiwi's restored stem, e.g. ``좋아한다`` -> ``좋아하``),
 roots (XR), numbers (SN).  Foreign words (SL), hanja (SH) and Kiwi's URL/e-mail/hashtag/mention
@@ -85,16 +85,13 @@ Costs (2-core box, CPython 3.11, kiwipiepy 0.24.1; script in ``tests/text/test_t
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
-from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
-if TYPE_CHECKING:  # pragma: no cover
-    from kiwipiepy import Kiwi
+from keymem.text.korean import CHUNK_RE, CLAUSE_BREAK_RE, analyse_hangul, kiwi_loaded
 
 __all__ = [
     "tokenize",
@@ -115,7 +112,6 @@ STOPWORDS: frozenset[str] = frozenset(STOPWORDS_EN_PLUS)
 
 _HANGUL = "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uffa0-\uffdc"
 _HANGUL_RE = re.compile(f"[{_HANGUL}]")
-_CHUNK_RE = re.compile(r"\S+")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 _CJK_RUN_RE = re.compile(f"[{_CJK}]+")
 _LATIN = (
@@ -137,23 +133,11 @@ _FORMAT_RE = re.compile(
 _WS_RE = re.compile(r"\s+")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'", "\uff07": "'"})
 _CLITICS = ("'ll", "'re", "'ve", "'d", "'m")
-# Punctuation that ends a clause: n-grams for literal matching never cross it.
-# A period ends a clause only after a 4+ character word ("Dr. Smith" stays one phrase).
-_CLAUSE_BREAK_RE = re.compile(r"[!?;:,()\[\]{}<>\"|\u2026\u3001\u3002\uff01\uff1f]|(?<=\w{4})\.(?=\s|$)")
 
-_KIWI_STEM_TAGS = frozenset({"VV", "VA"})
-_KIWI_KEEP_TAGS = frozenset({"NNG", "NNP", "NR", "XR", "SN"})
-_KIWI_PASS_TAGS = frozenset({"SL", "SH", "W_URL", "W_EMAIL", "W_HASHTAG", "W_MENTION", "W_SERIAL"})
-_KIWI_RUN_TAGS = frozenset({"NNG", "NNP", "NNB", "NR", "NP", "MM", "XPN", "XR", "SN", "SL", "SH"})
-_KIWI_BREAK_TAGS = frozenset({"SF", "SP", "SS", "SSO", "SSC", "SE"})
-# Kiwi needs context but its cost and memory grow with input size: feed long runs in pieces.
-_KIWI_CHUNK = 2000
 # Kiwi runs at ~70k chars/s on prose and far slower on degenerate input (~20k chars/s on a
 # space-free "가가가..."), so one call to tokenize() sends at most this much Hangul to it; the
 # rest is split into whole eojeols (surface forms).  Memories are orders of magnitude shorter.
 KIWI_MAX_CHARS = 64_000
-# Spans longer than this are not words (space-free blobs); they get no compound/prefix terms.
-_MAX_SPAN = 32
 # Longer "words" (base64, hashes, space-free Hangul blobs) are dropped, as Lucene's standard
 # tokenizer caps token length: they never match a query and would bloat the vocabulary.
 MAX_TOKEN_CHARS = 100
@@ -284,145 +268,6 @@ def _index_terms(text: str, out: list[str]) -> None:
 # --------------------------------------------------------------------------------------------
 # Kiwi
 
-_kiwi: Kiwi | None = None
-_kiwi_init_lock = threading.Lock()
-# kiwipiepy holds the GIL while analysing today; the lock keeps us safe if a release changes that.
-_kiwi_call_lock = threading.Lock()
-_kiwi_stop_stems: frozenset[str] = frozenset()
-
-
-def kiwi_loaded() -> bool:
-    """Whether this process has paid for Kiwi yet (for diagnostics and tests)."""
-    return _kiwi is not None
-
-
-def _get_kiwi() -> Kiwi:
-    """Construct Kiwi once per process, on first Hangul text (double-checked locking)."""
-    global _kiwi, _kiwi_stop_stems
-    kiwi = _kiwi
-    if kiwi is not None:
-        return kiwi
-    with _kiwi_init_lock:
-        if _kiwi is None:
-            from kiwipiepy import Kiwi
-            from kiwipiepy.utils import Stopwords
-
-            k = Kiwi(load_typo_dict=False, load_multi_dict=False)
-            k.tokenize("")  # Kiwi loads its model lazily: pay for it here, under the lock
-            _kiwi_stop_stems = frozenset(
-                form for form, tag in Stopwords().stopwords if tag in _KIWI_STEM_TAGS
-            )
-            _kiwi = k
-        return _kiwi
-
-
-@dataclass(slots=True)
-class _Eojeol:
-    """One whitespace-delimited Korean word as Kiwi analysed it."""
-
-    terms: list[str] = field(default_factory=list)
-    word: str = ""  # literal form: nominal span without particles, else the surface
-    variants: list[str] = field(default_factory=list)  # extra literal forms (prefixes, -이)
-    fragments: set[str] = field(default_factory=set)  # terms that are pieces of a mis-split name
-    breaks_after: bool = False
-
-
-def _chunks(run: str) -> list[str]:
-    """Split a long Hangul run at whitespace into pieces of about ``_KIWI_CHUNK`` chars."""
-    if len(run) <= _KIWI_CHUNK:
-        return [run]
-    pieces: list[str] = []
-    start = 0
-    while start < len(run):
-        end = min(len(run), start + _KIWI_CHUNK)
-        if end < len(run):
-            cut = run.rfind(" ", start + 1, end)
-            if cut > start:
-                end = cut
-        pieces.append(run[start:end])
-        start = end
-    return pieces
-
-
-def _has_final_consonant(syllable: str) -> bool:
-    cp = ord(syllable)
-    return 0xAC00 <= cp <= 0xD7A3 and (cp - 0xAC00) % 28 != 0
-
-
-def _analyse_hangul(run: str) -> list[_Eojeol]:
-    """Analyse one Hangul run with Kiwi; one entry per whitespace-delimited eojeol."""
-    kiwi = _get_kiwi()
-    result: list[_Eojeol] = []
-    for piece in _chunks(run):
-        spans = [(m.start(), m.end()) for m in _CHUNK_RE.finditer(piece)]
-        if not spans:
-            continue
-        with _kiwi_call_lock:
-            tokens = kiwi.tokenize(piece)
-        groups: list[list[Any]] = [[] for _ in spans]
-        j = 0
-        for tok in tokens:
-            start = tok.start
-            while j + 1 < len(spans) and start >= spans[j][1]:
-                j += 1
-            groups[j].append(tok)
-        for (s, e), toks in zip(spans, groups, strict=True):
-            result.append(_eojeol(piece, s, e, toks))
-    return result
-
-
-def _eojeol(piece: str, s: int, e: int, toks: list[Any]) -> _Eojeol:
-    ej = _Eojeol()
-    run_toks: list[Any] = []
-    in_run = True
-    seen_content = False
-    for tok in toks:
-        tag = tok.tag.split("-", 1)[0]
-        form = tok.form
-        if tag in _KIWI_BREAK_TAGS:
-            if seen_content:
-                ej.breaks_after = True
-                in_run = False
-            continue
-        seen_content = True
-        if in_run and tag in _KIWI_RUN_TAGS:
-            run_toks.append(tok)
-        else:
-            in_run = False
-        if tag in _KIWI_KEEP_TAGS:
-            ej.terms.append(form)
-        elif tag in _KIWI_STEM_TAGS:
-            if form not in _kiwi_stop_stems:
-                ej.terms.append(form)
-        elif tag in _KIWI_PASS_TAGS:
-            _index_terms(form, ej.terms)
-    if run_toks:
-        first, last = run_toks[0], run_toks[-1]
-        span = piece[first.start : last.start + last.len]
-        ej.word = span
-        if len(run_toks) > 1 and len(span) <= _MAX_SPAN:
-            if run_toks[0].tag == "MM":
-                # Determiners are written apart from their noun; 동/MM 건/NNG glued together is
-                # a name Kiwi did not know, and 건 alone must not match literally.
-                ej.fragments.update(t.form for t in run_toks[1:])
-            if span not in ej.terms:
-                ej.terms.append(span)
-            for t in run_toks[:-1][:4]:  # morpheme-boundary prefixes: 동건씨 -> 동건
-                prefix = piece[first.start : t.start + t.len]
-                if len(prefix) > 1:
-                    ej.variants.append(prefix)
-        tail = run_toks[-1]
-        tail_tag = tail.tag.split("-", 1)[0]
-        if tail_tag == "NNP" and len(span) >= 3 and span.endswith("이") and _has_final_consonant(span[-2]):
-            bare = span[:-1]  # 동건이/NNP -> 동건 (hypocoristic -이 after a consonant)
-            ej.variants.append(bare)
-            if bare not in ej.terms:
-                ej.terms.append(bare)
-    else:
-        ej.word = _CLAUSE_BREAK_RE.sub("", piece[s:e]).strip(".")
-    return ej
-
-
 # --------------------------------------------------------------------------------------------
 # public API
 
@@ -437,7 +282,7 @@ def _segments(text: str) -> list[tuple[bool, str]]:
     out: list[tuple[bool, str]] = []
     pos = 0
     run_start = run_end = -1
-    for m in _CHUNK_RE.finditer(text):
+    for m in CHUNK_RE.finditer(text):
         if _HANGUL_RE.search(m.group()):
             if run_start < 0:
                 run_start = m.start()
@@ -471,7 +316,7 @@ def tokenize(text: str) -> list[str]:
         return out
     for is_hangul, seg in _budgeted(_segments(text)):
         if is_hangul:
-            for ej in _analyse_hangul(seg):
+            for ej in analyse_hangul(seg, _index_terms):
                 out.extend(ej.terms)
         else:
             _index_terms(seg, out)
@@ -544,7 +389,7 @@ def _literal_words(text: str) -> tuple[list[str], list[list[str]]]:
     clauses: list[list[str]] = [[]]
     for is_hangul, seg in _budgeted(_segments(text)):
         if is_hangul:
-            for ej in _analyse_hangul(seg):
+            for ej in analyse_hangul(seg, _index_terms):
                 if ej.word:
                     clauses[-1].append(ej.word)
                 singles.extend(t for t in ej.terms if t not in ej.fragments or t == ej.word)
@@ -553,7 +398,7 @@ def _literal_words(text: str) -> tuple[list[str], list[list[str]]]:
                     clauses.append([])
         else:
             _index_terms(seg, singles)
-            parts = _CLAUSE_BREAK_RE.split(seg)
+            parts = CLAUSE_BREAK_RE.split(seg)
             for i, part in enumerate(parts):
                 if i:
                     clauses.append([])

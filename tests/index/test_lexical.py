@@ -78,7 +78,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from keymem.index.lexical import K1, B, LexicalIndex, _VectorizedBM25, capped, relevance
+from keymem.index.bm25 import K1, B, _VectorizedBM25, capped, relevance
+from keymem.index.lexical import LexicalIndex
 from keymem.text.tokenize import tokenize
 
 EPS = 1e-4
@@ -450,7 +451,7 @@ def test_background_rebuild_racing_with_writers_loses_nothing() -> None:
 
 def test_writes_during_a_build_are_carried_into_the_swap() -> None:
     """Drive snapshot -> build -> swap by hand with writes in between (deterministic race)."""
-    from keymem.index.lexical import _build_main
+    from keymem.index.bm25 import _build_main
 
     idx = LexicalIndex(rebuild_min=10**6, background=False)
     docs = {

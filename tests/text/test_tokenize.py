@@ -186,6 +186,7 @@ def test_kiwi_is_lazy_and_built_once_across_threads() -> None:
     code = textwrap.dedent(
         """
         import threading
+        from keymem.text import korean as K
         from keymem.text import tokenize as T
         assert T.tokenize("plain English text only") == ["plain", "english", "text"]
         assert not T.kiwi_loaded(), "Kiwi built for English text"
@@ -193,7 +194,7 @@ def test_kiwi_is_lazy_and_built_once_across_threads() -> None:
         seen, results = [], []
         def tok():
             results.append(tuple(T.tokenize("동건이가 사과를 좋아한다")))
-            seen.append(id(T._kiwi))
+            seen.append(id(K._kiwi))
         threads = [threading.Thread(target=tok) for _ in range(6)]
         for t in threads: t.start()
         for t in threads: t.join()
