@@ -10,7 +10,6 @@ No state lives here: ``LexicalIndex`` owns the per-namespace shards and decides 
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import math
 from array import array
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 import bm25s
 import numpy as np
 
+from keymem.native import trim_heap
 from keymem.text.tokenize import tokenize
 
 # bm25s sets its own logger to DEBUG at import, which makes every rebuild log "Building index"
@@ -41,17 +41,7 @@ def _rank_key(hit: tuple[str, float]) -> tuple[float, str]:
 
 def release_freed_memory() -> None:
     """Hand the build's freed buffers back to the OS (glibc keeps them otherwise: ~100 MB at 100k docs)."""
-    global _LIBC
-    if _LIBC is None:
-        try:
-            _LIBC = ctypes.CDLL("libc.so.6")
-        except OSError:
-            _LIBC = False
-    if isinstance(_LIBC, ctypes.CDLL):
-        _LIBC.malloc_trim(0)
-
-
-_LIBC: ctypes.CDLL | bool | None = None
+    trim_heap()
 
 
 def idf(n_docs: int, df: int) -> float:

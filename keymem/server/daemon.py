@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from keymem.errors import InvalidInput
+from keymem.native import limit_malloc_arenas, trim_heap
 from keymem.server.host import GraphHost
 from keymem.server.protocol import (
     BadLine,
@@ -61,6 +62,8 @@ log = logging.getLogger("keymem.daemon")
 ALREADY_RUNNING = 3
 FAILED_GRACE_S = 10.0
 MAX_CLIENTS = 256
+TRIM_SECONDS = 60.0  # how often freed heap memory is handed back to the OS
+MALLOC_ARENAS = 2  # glibc malloc arenas for the daemon's threads (keymem/native.py)
 
 
 def acquire_lock(data_dir: Path) -> int | None:
@@ -104,6 +107,7 @@ class Daemon:
     # -- lifecycle ---------------------------------------------------------------------
     def run(self) -> int:
         os.umask(0o077)  # everything the daemon creates (store, WAL, backups) is owner-only
+        limit_malloc_arenas(MALLOC_ARENAS)  # before the host and connection threads start
         data_dir = ensure_private_dir(self.settings.data_dir)
         lock_fd = acquire_lock(data_dir)
         if lock_fd is None:
@@ -199,7 +203,11 @@ class Daemon:
         """Write coalesced read_memory accesses within FLUSH_SECONDS even when no more reads come."""
         from keymem.memory.access import FLUSH_SECONDS
 
+        last_trim = time.monotonic()
         while not self.stop.wait(FLUSH_SECONDS / 2):
+            if time.monotonic() - last_trim >= TRIM_SECONDS:  # freed heap back to the OS (keymem/native.py)
+                trim_heap()
+                last_trim = time.monotonic()
             graph = self.host.graph
             if graph is None or not graph.access.due():
                 continue
