@@ -176,9 +176,9 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     import _common
     import scale
 
-    from keymem.index.bm25 import release_freed_memory
     from keymem.memory.graph import MemoryGraph
     from keymem.models import _onnx
+    from keymem.native import trim_heap
     from keymem.store import migrations
     from keymem.store.db import Store
 
@@ -225,7 +225,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     graph.mirror.load()
     load_s["mirror"] = time.perf_counter() - t
     mark("graph mirror")
-    release_freed_memory()
+    trim_heap()
     graph.sweep()
     mark("sweep (end of open)")
     open_peak = _status_kb("VmHWM") / 1024

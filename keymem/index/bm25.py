@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import bm25s
 import numpy as np
 
-from keymem.native import trim_heap
 from keymem.text.tokenize import tokenize
 
 # bm25s sets its own logger to DEBUG at import, which makes every rebuild log "Building index"
@@ -37,11 +36,6 @@ B = 0.75
 def _rank_key(hit: tuple[str, float]) -> tuple[float, str]:
     """Best first; equal scores ordered by id so results are deterministic."""
     return (-hit[1], hit[0])
-
-
-def release_freed_memory() -> None:
-    """Hand the build's freed buffers back to the OS (glibc keeps them otherwise: ~100 MB at 100k docs)."""
-    trim_heap()
 
 
 def idf(n_docs: int, df: int) -> float:

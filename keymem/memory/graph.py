@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from keymem.errors import StoreError
-from keymem.index.bm25 import release_freed_memory
 from keymem.index.lexical import LexicalIndex
 from keymem.index.mirror import GraphMirror
 from keymem.index.neighbourhood import MirrorNeighbourhood, Neighbourhood
@@ -50,7 +49,7 @@ from keymem.memory.views import (
     RecallResult,
     RememberResult,
 )
-from keymem.native import limit_blas_threads
+from keymem.native import limit_blas_threads, trim_heap
 from keymem.settings import Settings
 from keymem.store import migrations
 from keymem.store.db import Store, columns
@@ -143,7 +142,7 @@ class MemoryGraph:
             graph.vectors.load()
             graph._load_lexical()
             graph.mirror.load()
-            release_freed_memory()  # the loads' transient rows (hundreds of MB at 100k memories)
+            trim_heap()  # the loads' transient rows (hundreds of MB at 100k memories)
             graph.sweep()
         except BaseException:
             store.close()
@@ -269,7 +268,7 @@ class MemoryGraph:
         self.lexical = LexicalIndex()  # calls already running keep searching the old one
         self._load_lexical()
         self.mirror.load()
-        release_freed_memory()
+        trim_heap()
 
     # -- shared helpers ----------------------------------------------------------------
     def meta(self, name: str) -> str | None:

@@ -212,19 +212,18 @@ def correct(graph: Parts, request: CorrectRequest, source: dict[str, Any] | None
     # What is carried over is read from the mirror, the copy read_memory shows (kept exact after
     # every commit, loaded by table scans at open). A join from the memory's id (memory/keys) was
     # seen to miss its links after Kuzu 0.11.3 replayed a WAL (docs/reliability.md).
-    if raw.get("keys") is None:
+    if request.keys is None:
         weight = dict(graph.mirror.memory_keys(old["id"]))
         old_keys = sorted(graph.mirror.keys(weight), key=lambda k: (-weight[k["id"]], k["text"]))
         raw["keys"] = [k["text"] for k in old_keys]
         raw["key_types"] = [k["key_type"] for k in old_keys]
-    raw.setdefault("decay_profile", None)
-    if raw["decay_profile"] is None:
+    if request.decay_profile is None:
         raw["decay_profile"] = old["decay_profile"]
-    if raw.get("ttl_seconds") is None and old["ttl_seconds"]:
+    if request.ttl_seconds is None and old["ttl_seconds"]:
         remaining = old["expires_at"] - graph.now()
         raw["ttl_seconds"] = max(1.0, remaining) if old["expires_at"] else old["ttl_seconds"]
     raw["namespace"] = old["namespace"]
-    if raw.get("related_to") is None:
+    if request.related_to is None:
         raw["related_to"] = graph.mirror.related_ids(old["id"])
     it = parse_item(graph, raw)
     if normalize_text(it.content) == old["norm"]:
