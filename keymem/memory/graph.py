@@ -100,6 +100,7 @@ class MemoryGraph:
             log.warning("no calibrated key thresholds for %s; using the BGE profile", embedder.fingerprint)
         self.vectors = KeyVectors(store, embedder.dimension, index_min_keys=settings.vector_index_min_keys)
         self.lexical = LexicalIndex()
+        self.korean_stamped = False  # set once the store's Korean fingerprint is this Kiwi's (_load_lexical, write)
         self.mirror = GraphMirror(store, settings)
         # The association walk reads the mirror: CypherNeighbourhood returns the same rows but costs
         # more at 10k and 100k memories (docs/design.md, "Association neighbourhood: Cypher vs mirror").
@@ -196,10 +197,16 @@ class MemoryGraph:
         """Fill the BM25 index from each memory's stored terms; tokenise (and store) only what lacks them.
 
         Stored terms are reused while the tokenizer is unchanged: the non-Korean fingerprint for
-        every memory, and Kiwi's (``lexical_tokenizer_ko``) for memories whose terms hold Hangul. Kiwi
+        every memory, and Kiwi's (``KOREAN_META``) for memories whose terms hold Hangul. Kiwi
         is built here only when the store holds such memories.
         """
-        from keymem.text.tokenize import TERMS_SEP, has_hangul, korean_fingerprint, tokenizer_fingerprint
+        from keymem.text.tokenize import (
+            KOREAN_META,
+            TERMS_SEP,
+            has_hangul,
+            korean_fingerprint,
+            tokenizer_fingerprint,
+        )
 
         now = self.now()
         fingerprint = tokenizer_fingerprint()
@@ -221,8 +228,11 @@ class MemoryGraph:
                     yield mid, t.split(TERMS_SEP) if t else [], ns
 
         self.lexical.add_many(docs())
-        if korean and self.meta("lexical_tokenizer_ko") != korean_fingerprint():
-            redo |= korean  # _retokenize stores the new Korean fingerprint
+        if korean:
+            if self.meta(KOREAN_META) == korean_fingerprint():
+                self.korean_stamped = True
+            else:
+                redo |= korean  # _retokenize stores the new Korean fingerprint
         if redo:
             self._retokenize(redo, now)
         if self.store.read_only:
@@ -232,7 +242,7 @@ class MemoryGraph:
 
     def _retokenize(self, ids: set[str], now: float) -> None:
         """Tokenise memories without stored terms (older stores, imports, a tokenizer change) and store them."""
-        from keymem.text.tokenize import TERMS_SEP, kiwi_loaded, korean_fingerprint, tokenize
+        from keymem.text.tokenize import KOREAN_META, TERMS_SEP, kiwi_loaded, korean_fingerprint, tokenize
 
         log.info("tokenising %d memories for the BM25 index (stored for the next open)", len(ids))
         done: list[tuple[str, str, str]] = []  # (id, joined terms, namespace): one string per memory
@@ -254,7 +264,8 @@ class MemoryGraph:
             with self.store.write() as tx:
                 tx.run("memory/set_terms", rows=[{"id": mid, "terms": t} for mid, t, _ in chunk])
         if kiwi_loaded():  # Korean memories were tokenised just now: their terms match this Kiwi
-            self.set_meta("lexical_tokenizer_ko", korean_fingerprint())
+            self.set_meta(KOREAN_META, korean_fingerprint())
+            self.korean_stamped = True
 
     def reload_caches(self) -> None:
         """Re-read every in-memory copy (key vectors, BM25 index, graph mirror) from the store.

@@ -38,6 +38,7 @@ class Parts(Protocol):
     autokey: Autokey  # learned query aliases
     access: AccessLog  # read_memory's coalesced access counts
     requests: RequestLog  # mutating calls' results by request id
+    korean_stamped: bool  # the store records this Kiwi's fingerprint for its stored Korean terms
 
     now: Callable[[], float]  # wall-clock seconds (tests move it)
 

@@ -31,7 +31,14 @@ from keymem.memory.views import (
     RememberResult,
 )
 from keymem.store.db import Tx
-from keymem.text.tokenize import TERMS_SEP, normalize_text, tokenize
+from keymem.text.tokenize import (
+    KOREAN_META,
+    TERMS_SEP,
+    has_hangul,
+    korean_fingerprint,
+    normalize_text,
+    tokenize,
+)
 
 if TYPE_CHECKING:
     from keymem.memory.parts import Parts
@@ -125,13 +132,16 @@ def _write_one(graph: Parts, tx: Tx, resolver: KeyResolver, it: Item, now: float
     resolved = [resolver.resolve(text, kind, it.namespace) for text, kind in it.keys]
     expires = now + it.ttl_seconds if it.ttl_seconds else None
     terms = tokenize(" ".join([*(rk.text for rk in resolved), *(t for t, _ in it.keys), it.content]))
+    joined = TERMS_SEP.join(terms)
     tx.run(
         "memory/create", id=mid, namespace=it.namespace, content=it.content, norm=normalize_text(it.content),
         now=now, depth=depth, decay_profile=it.decay_profile, ttl_seconds=it.ttl_seconds, expires_at=expires,
         supersedes=supersedes, source=json.dumps(it.source, ensure_ascii=False) if it.source else None,
-        terms=TERMS_SEP.join(terms),
+        terms=joined,
     )
     tx.run("memory/norm_create", id=nid, memory_id=mid)
+    if not graph.korean_stamped and has_hangul(joined):
+        _stamp_korean(graph, tx)
     key_ids = list(dict.fromkeys(rk.key_id for rk in resolved))
     if graph.mirror.key_count() < LINK_SCAN_MAX_KEYS:
         linked = int(tx.run("memory/link_keys", key_ids=key_ids, memory_id=mid, weight=LINK_INIT, now=now)[0]["n"])
@@ -148,6 +158,21 @@ def _write_one(graph: Parts, tx: Tx, resolver: KeyResolver, it: Item, now: float
     tx.after_commit(lambda: graph.lexical.add(mid, "", it.namespace, tokens=terms))
     briefs = {rk.key_id: KeyBrief(key_id=rk.key_id, key=rk.text, key_type=rk.key_type) for rk in resolved}  # type: ignore[arg-type]
     return RememberResult(memory_id=mid, keys=list(briefs.values()), duplicate=False)
+
+
+def _stamp_korean(graph: Parts, tx: Tx) -> None:
+    """Record, with the first Korean terms stored, which Kiwi made them (the next open then reuses them).
+
+    Without it every open would re-tokenise every Korean memory: the open path compares this stamp
+    to the running Kiwi's fingerprint. After an open the store's Korean terms all match the running
+    Kiwi (a mismatch re-tokenises them there), so stamping it here is exact.
+    """
+    tx.run("meta/set", name=KOREAN_META, value=korean_fingerprint())
+
+    def stamped() -> None:
+        graph.korean_stamped = True
+
+    tx.after_commit(stamped)
 
 
 def remember_items(graph: Parts, items: list[Item], source: dict[str, Any] | None) -> list[RememberResult]:

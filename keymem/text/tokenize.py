@@ -329,6 +329,7 @@ _PROBE = (
 )
 _PROBE_KO = "동건이는 파이썬을 좋아했다. 서울에서 회의가 있었습니다. Dr. Kim의 3.14"
 TERMS_SEP = "\x1f"
+KOREAN_META = "lexical_tokenizer_ko"  # Meta row: the Kiwi fingerprint the stored Korean terms came from
 
 
 def tokenizer_fingerprint() -> str:
@@ -348,8 +349,12 @@ def tokenizer_fingerprint() -> str:
     return f"v2-{digest}"
 
 
+@cache
 def korean_fingerprint() -> str:
-    """Identity of the Korean path (Kiwi's version and the terms of a Korean probe); builds Kiwi."""
+    """Identity of the Korean path (Kiwi's version and the terms of a Korean probe); builds Kiwi.
+
+    Computed once per process: the write path stamps it beside the first Korean memory it stores.
+    """
     import hashlib
 
     import kiwipiepy

@@ -117,3 +117,19 @@ def test_a_kiwi_change_retokenises_only_korean_memories(graph: MemoryGraph, sett
         assert g2.meta("lexical_tokenizer_ko") == korean_fingerprint()
     finally:
         g2.close()
+
+
+@pytest.mark.raw_writes
+def test_korean_terms_written_here_are_reused_on_open(graph: MemoryGraph, settings, minilm_embedder) -> None:  # type: ignore[no-untyped-def]
+    # The first Korean memory stamps this Kiwi's fingerprint with its terms; without the stamp every
+    # open re-tokenised every Korean memory (a whole-store rewrite at open).
+    assert graph.meta("lexical_tokenizer_ko") is None
+    ko = graph.remember(content="동건이는 서울에서 커피를 마셨다", keys=["동건"], key_types=["name"]).memory_id
+    assert graph.meta("lexical_tokenizer_ko") == korean_fingerprint()
+    graph.store.raw("MATCH (m:Memory) WHERE m.id = $id SET m.terms = $t", {"id": ko, "t": f"표식{TERMS_SEP}동건"})
+    g = _reopen(graph, settings, minilm_embedder)
+    try:
+        assert _terms(g, ko) == f"표식{TERMS_SEP}동건"  # not re-tokenised
+        assert [h[0] for h in g.lexical.search("표식", 5, "default")] == [ko]
+    finally:
+        g.close()
