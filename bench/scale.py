@@ -425,10 +425,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     base: dict[str, Any] = {}
     if not args.no_baseline:
-        rows = graph.store.raw("MATCH (m:Memory) WHERE m.active RETURN m.id AS id, m.content AS content, "
-                               "m.namespace AS ns ORDER BY m.id")
-        docs = [(r["id"], r["content"], r["ns"]) for r in rows]
-        del rows
+        # Paged like keymem's own loader: one statement over 1M contents exhausts a 256 MiB pool.
+        docs = [(mid, content, ns) for page in graph.store.pages("memory/active_docs", now=graph.now())
+                for mid, ns, content in zip(page["ids"], page["namespaces"], page["contents"], strict=True)]
         lin = LinearBaseline(graph, docs)
         for q, ns in queries[:5]:
             lin.recall(q, ns)
