@@ -208,6 +208,7 @@ class MemoryGraph:
             tokenizer_fingerprint,
         )
 
+        self.korean_stamped = False  # re-derived from the store below (reload_caches runs this after raw writes)
         now = self.now()
         fingerprint = tokenizer_fingerprint()
         same = self.meta("lexical_tokenizer") == fingerprint
