@@ -54,9 +54,8 @@ class Recorder:
 
 def make_queries(graph: Any, n: int, rng: random.Random) -> list[tuple[str, str]]:
     """Queries like bench/scale.py's: 1-3 concept keys of a stored memory, + its name 40% of the time."""
-    rows = graph.store.paged("mirror/memories_all")
     now = graph.now()
-    active = [m for m, a in zip(rows["ids"], rows["active"], strict=True) if a]
+    active = sorted(mid for mid in graph.mirror.memory_ids() if graph.mirror.memory(mid, now) is not None)
     out: list[tuple[str, str]] = []
     while len(out) < n:
         mid = rng.choice(active)

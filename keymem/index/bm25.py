@@ -97,8 +97,26 @@ class _Doc:
 
 
 @dataclass(slots=True, eq=False)
+class _Snapshot:
+    """What a rebuild indexes: live rows of the namespace's current main, then its delta documents."""
+
+    old: _Main | None
+    main_rows: np.ndarray  # rows of ``old`` (int64, ascending)
+    delta: list[tuple[str, _Doc]]
+
+    def __len__(self) -> int:
+        return len(self.main_rows) + len(self.delta)
+
+
+@dataclass(slots=True, eq=False)
 class _Main:
-    """An immutable bm25s index over a snapshot of one namespace."""
+    """An immutable bm25s index over a snapshot of one namespace.
+
+    Held as arrays, not one object per document (at 1M memories per-document objects, the
+    id -> object dict and the id -> row dict cost ~600 bytes a document): rows are in id order,
+    ``keys`` holds the ids as UTF-8 bytes (a row is found by binary search), and the documents'
+    term ids are one flat array (row ``r`` at ``starts[r]:starts[r + 1]``).
+    """
 
     data: np.ndarray  # float32 precomputed scores, CSC by term column
     indices: np.ndarray  # row of each entry
@@ -106,12 +124,34 @@ class _Main:
     col_of: dict[int, int]  # global term id -> column
     idf_built: np.ndarray  # float64 IDF per column at build time
     avgdl: float
-    ids: list[str]  # row -> doc id
-    docs: list[_Doc]  # row -> the document object indexed in that row
+    keys: np.ndarray  # row -> doc id as UTF-8 bytes (numpy "S"), ascending; an id given twice: adjacent rows
+    terms: np.ndarray  # int32 global term ids of every row, in text order, duplicates kept
+    starts: np.ndarray  # int64, rows + 1
+    source: np.ndarray  # row -> position in the documents it was built from (see ``build_from_terms``)
+    origin: _Snapshot | None = None  # until installed: the snapshot it was built from
 
     @property
     def rows(self) -> int:
-        return len(self.ids)
+        return len(self.keys)
+
+    def doc_id(self, row: int) -> str:
+        return bytes(self.keys[row]).decode()
+
+    def find(self, doc_id: str) -> int:
+        """The last row holding ``doc_id``, or -1."""
+        key = doc_id.encode()
+        if not len(self.keys) or len(key) > self.keys.dtype.itemsize or b"\0" in key:
+            return -1
+        row = int(np.searchsorted(self.keys, key, side="right")) - 1
+        return row if row >= 0 and self.keys[row] == key else -1
+
+    def doc_terms(self, row: int) -> np.ndarray:
+        return self.terms[int(self.starts[row]):int(self.starts[row + 1])]
+
+    def df(self) -> dict[int, int]:
+        """Documents per global term id (every row counted, live or not)."""
+        cols = {c: t for t, c in self.col_of.items()}
+        return {cols[c]: int(d) for c, d in enumerate(np.diff(self.indptr).tolist()) if d}
 
 
 class _VectorizedBM25(bm25s.BM25):
@@ -136,69 +176,137 @@ class _VectorizedBM25(bm25s.BM25):
     ) -> dict[str, np.ndarray | int]:
         if self.method not in ("lucene", "robertson"):  # pragma: no cover - guarded by caller
             raise ValueError(f"vectorised builder does not support method={self.method!r}")
-        n_vocab = len(unique_token_ids)
         n_docs = len(corpus_token_ids)
         lengths = np.fromiter((len(d) for d in corpus_token_ids), dtype=np.int64, count=n_docs)
         flat = np.concatenate(corpus_token_ids).astype(np.int64) if n_docs else np.zeros(0, np.int64)
-        avg_doc_len = float(lengths.mean()) if n_docs else 0.0
-        doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-        pairs, tf = np.unique(doc_of * max(n_vocab, 1) + flat, return_counts=True)
-        rows = pairs // max(n_vocab, 1)
-        cols = pairs % max(n_vocab, 1)
-        df = np.bincount(cols, minlength=n_vocab)
-        idf_arr = np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(self.dtype)
-        tf_f = tf.astype(self.dtype)
-        norm = self.k1 * ((1.0 - self.b) + self.b * lengths[rows] / avg_doc_len) if len(rows) else 0.0
-        scores = (idf_arr[cols] * (tf_f / (norm + tf_f))).astype(self.dtype)
-        order = np.argsort(cols, kind="stable")  # by term; rows stay ascending within a term
-        indptr = np.zeros(n_vocab + 1, dtype=np.int64)
-        np.cumsum(df, out=indptr[1:])
-        return {
-            "data": scores[order],
-            "indices": rows[order].astype(self.int_dtype),
-            "indptr": indptr,
-            "num_docs": n_docs,
-        }
+        return _score_csc(flat, lengths, len(unique_token_ids), self.k1, self.b, self.dtype, self.int_dtype)
 
 
-def _build_main(snapshot: list[tuple[str, _Doc]]) -> _Main:
+def _score_csc(flat: np.ndarray, lengths: np.ndarray, n_vocab: int, k1: float, b: float, dtype: str,
+               int_dtype: str) -> dict[str, np.ndarray | int]:
+    """bm25s's Lucene score matrix (CSC by term column) from every document's column ids, flattened."""
+    n_docs = len(lengths)
+    avg_doc_len = float(lengths.mean()) if n_docs else 0.0
+    doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+    pairs, tf = _counted(doc_of * max(n_vocab, 1) + flat)
+    rows = pairs // max(n_vocab, 1)
+    cols = pairs % max(n_vocab, 1)
+    df = np.bincount(cols, minlength=n_vocab)
+    idf_arr = np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(dtype)
+    tf_f = tf.astype(dtype)
+    norm = k1 * ((1.0 - b) + b * lengths[rows] / avg_doc_len) if len(rows) else 0.0
+    scores = (idf_arr[cols] * (tf_f / (norm + tf_f))).astype(dtype)
+    order = _stable_order(cols)  # by term; rows stay ascending within a term
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    return {
+        "data": scores[order],
+        "indices": rows[order].astype(int_dtype),
+        "indptr": indptr,
+        "num_docs": n_docs,
+    }
+
+
+def _counted(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_counts=True)``, faster on keys already sorted by document.
+
+    A stable sort (timsort) uses the runs the document order leaves: 0.44 s against np.unique's
+    1.36 s for 25M keys of 1M documents.
+    """
+    if not keys.size:
+        return keys, np.zeros(0, np.int64)
+    keys = np.sort(keys, kind="stable")
+    first = np.empty(keys.size, dtype=bool)
+    first[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    at = np.flatnonzero(first)
+    return keys[at], np.diff(np.append(at, keys.size))
+
+
+def _stable_order(cols: np.ndarray) -> np.ndarray:
+    """``np.argsort(cols, kind="stable")`` for non-negative ids below 2**32, as 16-bit radix passes
+    (numpy radix-sorts 16-bit keys: 1.4 s against 1.9 s for 18M ids)."""
+    if not cols.size or int(cols.max()) < 1 << 16:
+        return np.argsort(cols.astype(np.uint16) if cols.size else cols, kind="stable")
+    order = np.argsort((cols & 0xFFFF).astype(np.uint16), kind="stable")
+    return order[np.argsort((cols[order] >> 16).astype(np.uint16), kind="stable")]
+
+
+def _gather(old: _Main, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Term ids (flat) and lengths of some rows of ``old``."""
+    return _pick(old.terms, old.starts, rows)
+
+
+def _gather_flat(flat: np.ndarray, lengths: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    return _pick(flat, starts, rows)
+
+
+def _pick(flat: np.ndarray, starts: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The documents ``rows`` (in that order) of a flat layout: their terms, flat, and lengths."""
+    first = starts[rows]
+    lengths = starts[rows + 1] - first
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, np.int32), lengths
+    # index of each output term in ``flat``: its document's start + its position within the document
+    base = np.repeat(first - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return flat[base + np.arange(total)], lengths
+
+
+def _build_main(snapshot: _Snapshot) -> _Main:
     """Build a bm25s index for ``snapshot``.  Runs without the lock: touches no shared state."""
-    ids = [doc_id for doc_id, _ in snapshot]
-    docs = [doc for _, doc in snapshot]
-    lengths = np.fromiter((len(d.terms) for d in docs), dtype=np.int64, count=len(docs))
-    flat = np.frombuffer(b"".join(d.terms for d in docs), dtype=np.int32)
-    avgdl = float(lengths.mean()) if len(docs) else 0.0
+    old, rows = snapshot.old, snapshot.main_rows
+    keys, parts, lens = [], [], []
+    if old is not None and len(rows):
+        flat_main, len_main = _gather(old, rows)
+        keys.append(old.keys[rows])
+        parts.append(flat_main)
+        lens.append(len_main)
+    if snapshot.delta:
+        keys.append(_encode([doc_id for doc_id, _ in snapshot.delta]))
+        parts.append(np.frombuffer(b"".join(d.terms for _, d in snapshot.delta), dtype=np.int32))
+        lens.append(np.fromiter((len(d.terms) for _, d in snapshot.delta), dtype=np.int64, count=len(snapshot.delta)))
+    flat = np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, np.int32)
+    lengths = np.concatenate(lens) if lens else np.zeros(0, np.int64)
+    main = build_from_terms(np.concatenate(keys) if keys else _encode([]), flat, lengths)
+    main.origin = snapshot
+    return main
+
+
+def _encode(ids: list[str]) -> np.ndarray:
+    return np.array([i.encode() for i in ids], dtype=np.bytes_) if ids else np.zeros(0, dtype="S1")
+
+
+def build_from_terms(keys: np.ndarray | list[str], flat: np.ndarray, lengths: np.ndarray) -> _Main:
+    """A main over documents given as ids and global term ids (``flat``, ``lengths`` per document).
+
+    Rows are put in id order (stable: an id given twice keeps its order); ``source`` says which
+    input document each row holds.
+    """
+    keys = _encode(keys) if isinstance(keys, list) else keys
+    source = np.argsort(keys, kind="stable")
+    if not np.array_equal(source, np.arange(len(keys))):
+        keys = keys[source]
+        flat, lengths = _gather_flat(flat, lengths, source)
+    starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    avgdl = float(lengths.mean()) if len(lengths) else 0.0
     if flat.size == 0:
-        return _Main(
-            data=np.zeros(0, np.float32),
-            indices=np.zeros(0, np.int32),
-            indptr=np.zeros(1, np.int64),
-            col_of={},
-            idf_built=np.zeros(0),
-            avgdl=avgdl,
-            ids=ids,
-            docs=docs,
-        )
-    uniq, inverse = np.unique(flat, return_inverse=True)
-    col_of = {t: i for i, t in enumerate(uniq.tolist())}
-    inverse = inverse.reshape(-1)
-    ends = np.cumsum(lengths).tolist()
-    corpus = [inverse[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
-    model = _VectorizedBM25(k1=K1, b=B, method="lucene")
-    # Tuple form (token ids per doc, vocab) skips bm25s's string-vocabulary pass.
-    model.index((corpus, dict(col_of)), create_empty_token=False, show_progress=False)
-    scores = model.scores
+        return _Main(data=np.zeros(0, np.float32), indices=np.zeros(0, np.int32), indptr=np.zeros(1, np.int64),
+                     col_of={}, idf_built=np.zeros(0), avgdl=avgdl, keys=keys, terms=flat, starts=starts,
+                     source=source)
+    # Columns: the term ids present, in id order (a bincount over the dense ids, not a sort).
+    present = np.bincount(flat) > 0
+    uniq = np.flatnonzero(present)
+    column = np.cumsum(present) - 1
+    col_of = dict(zip(uniq.tolist(), range(len(uniq)), strict=True))
+    scores = _score_csc(column[flat].astype(np.int64), lengths, len(uniq), K1, B, "float32", "int32")
     indptr = np.asarray(scores["indptr"])
     df = np.diff(indptr).astype(np.float64)  # one entry per (doc, term): nnz per column == df
-    n = float(len(docs))
+    n = float(len(lengths))
     idf_built = np.log1p((n - df + 0.5) / (df + 0.5))
-    return _Main(
-        data=np.asarray(scores["data"]),
-        indices=np.asarray(scores["indices"]),
-        indptr=indptr,
-        col_of=col_of,
-        idf_built=idf_built,
-        avgdl=avgdl,
-        ids=ids,
-        docs=docs,
-    )
+    return _Main(data=np.asarray(scores["data"]), indices=np.asarray(scores["indices"]), indptr=indptr,
+                 col_of=col_of, idf_built=idf_built, avgdl=avgdl, keys=keys, terms=flat, starts=starts,
+                 source=source)

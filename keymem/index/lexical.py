@@ -57,6 +57,8 @@ from keymem.index.bm25 import (
     _Doc,
     _Main,
     _rank_key,
+    _Snapshot,
+    build_from_terms,
     idf,
 )
 from keymem.native import trim_heap
@@ -66,13 +68,21 @@ __all__ = ["LexicalIndex"]
 
 log = logging.getLogger(__name__)
 
+class _Vocab(dict[str, int]):
+    """Term -> global term id; an unseen term gets the next id on first lookup."""
+
+    def __missing__(self, term: str) -> int:
+        tid = self[term] = len(self)
+        return tid
+
+
 @dataclass(slots=True, eq=False)
 class _Shard:
     """Everything about one namespace.  Guarded by the index lock."""
 
+    name: str = ""
     main: _Main | None = None
     alive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    row_of: dict[str, int] = field(default_factory=dict)  # live ids stored in main
     masked: int = 0
     delta: dict[str, _Doc] = field(default_factory=dict)
     postings: dict[int, dict[str, int]] = field(default_factory=dict)  # delta: term -> {id: tf}
@@ -123,8 +133,7 @@ class LexicalIndex:
         self._background = background
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._vocab: dict[str, int] = {}
-        self._docs: dict[str, _Doc] = {}
+        self._vocab = _Vocab()
         self._shards: dict[str, _Shard] = {}
         self._queue: deque[str] = deque()
         self._queued: set[str] = set()
@@ -137,14 +146,54 @@ class LexicalIndex:
     # ------------------------------------------------------------------ writes
 
     def _term_ids(self, tokens: list[str]) -> array[int]:
-        vocab = self._vocab
-        out = array("i")
-        for t in tokens:
-            tid = vocab.get(t)
-            if tid is None:
-                tid = vocab[t] = len(vocab)
-            out.append(tid)
-        return out
+        return array("i", map(self._vocab.__getitem__, tokens))
+
+    def _find(self, doc_id: str) -> tuple[_Shard, _Doc | int] | None:
+        """Where ``doc_id`` lives: its namespace's shard and its delta document or main row."""
+        for shard in self._shards.values():
+            doc = shard.delta.get(doc_id)
+            if doc is not None:
+                return shard, doc
+            if shard.main is not None:
+                row = shard.main.find(doc_id)
+                if row >= 0 and shard.alive[row]:
+                    return shard, row
+        return None
+
+    def load(self, docs: Iterable[tuple[str, list[str], str]]) -> None:
+        """Fill an empty index with ``(id, tokens, namespace)`` (opening a store).
+
+        Each namespace's documents go straight into its main as flat term-id arrays: no object per
+        document, no delta. At 1M memories this took the load from 46 s to a few seconds (docs/design.md, "BM25 index").
+        The lock is held throughout: a search waits for the whole index instead of seeing part of it.
+        """
+        with self._lock:
+            if self._shards:
+                raise RuntimeError("LexicalIndex.load() fills an empty index")
+            getitem = self._vocab.__getitem__
+            per_ns: dict[str, tuple[list[str], array[int], array[int]]] = {}
+            for doc_id, tokens, ns in docs:
+                acc = per_ns.get(ns)
+                if acc is None:
+                    acc = per_ns[ns] = ([], array("i"), array("q"))
+                before = len(acc[1])
+                acc[1].extend(map(getitem, tokens))
+                acc[0].append(doc_id)
+                acc[2].append(len(acc[1]) - before)
+            for ns, (ids, flat, lengths) in per_ns.items():
+                main = build_from_terms(ids, np.frombuffer(flat, dtype=np.int32).copy(),
+                                        np.frombuffer(lengths, dtype=np.int64).copy())
+                del flat, lengths
+                shard = self._shards[ns] = _Shard(name=ns, main=main, alive=np.ones(main.rows, dtype=bool),
+                                                  df=main.df(), n=main.rows, total_len=int(main.terms.size))
+                # An id given twice: its last version (the later of the adjacent rows) counts.
+                for row in np.flatnonzero(main.keys[:-1] == main.keys[1:]).tolist():
+                    terms = main.doc_terms(row)
+                    shard.alive[row] = False
+                    shard.masked += 1
+                    self._uncount(shard, set(terms.tolist()), len(terms))
+            per_ns.clear()
+        trim_heap()
 
     def add(self, doc_id: str, text: str, namespace: str, *, tokens: list[str] | None = None) -> None:
         """Index ``text`` (or its already computed ``tokens``) under ``doc_id``, replacing any
@@ -200,11 +249,11 @@ class LexicalIndex:
     def remove(self, doc_id: str) -> None:
         """Drop ``doc_id`` from search (forget, TTL, deactivation).  Unknown ids are ignored."""
         with self._lock:
-            doc = self._docs.get(doc_id)
-            if doc is None:
+            found = self._find(doc_id)
+            if found is None:
                 return
-            self._remove_locked(doc_id, doc)
-            run_now = self._maybe_schedule(doc.ns)
+            self._remove_locked(doc_id, *found)
+            run_now = self._maybe_schedule(found[0].name)
         if run_now:
             self._drain()
 
@@ -212,14 +261,13 @@ class LexicalIndex:
         """Index a document into the delta.  ``post=False`` (bulk load) defers its postings:
         a bulk load usually ends in a rebuild, and 100k docs of per-term dicts would cost
         ~150 MB of transient memory for nothing."""
-        old = self._docs.get(doc_id)
-        if old is not None:
-            self._remove_locked(doc_id, old)
+        found = self._find(doc_id)
+        if found is not None:
+            self._remove_locked(doc_id, *found)
         doc = _Doc(ns, terms)
         shard = self._shards.get(ns)
         if shard is None:
-            shard = self._shards[ns] = _Shard()
-        self._docs[doc_id] = doc
+            shard = self._shards[ns] = _Shard(name=ns)
         shard.delta[doc_id] = doc
         if post:
             shard.post(doc_id, doc)
@@ -231,19 +279,28 @@ class LexicalIndex:
         shard.n += 1
         shard.total_len += len(terms)
 
-    def _remove_locked(self, doc_id: str, doc: _Doc) -> None:
-        del self._docs[doc_id]
-        shard = self._shards[doc.ns]
-        unique = set(doc.terms)
-        if shard.delta.pop(doc_id, None) is not None:
+    def _remove_locked(self, doc_id: str, shard: _Shard, where: _Doc | int) -> None:
+        """Drop a document found by ``_find``: a delta document leaves the delta, a main row is masked."""
+        if isinstance(where, _Doc):
+            length = len(where.terms)
+            unique = set(where.terms)
+            del shard.delta[doc_id]
             if doc_id in shard.unindexed:
                 shard.unindexed.discard(doc_id)
             else:
                 self._unpost(shard, doc_id, unique)
         else:
-            row = shard.row_of.pop(doc_id)
-            shard.alive[row] = False
+            assert shard.main is not None
+            terms = shard.main.doc_terms(where)
+            length = len(terms)
+            unique = set(terms.tolist())
+            shard.alive[where] = False
             shard.masked += 1
+        self._uncount(shard, unique, length)
+
+    @staticmethod
+    def _uncount(shard: _Shard, unique: set[int], length: int) -> None:
+        """Take a document's terms out of its namespace's statistics."""
         for tid in unique:
             c = shard.df[tid] - 1
             if c:
@@ -251,7 +308,7 @@ class LexicalIndex:
             else:
                 del shard.df[tid]
         shard.n -= 1
-        shard.total_len -= len(doc.terms)
+        shard.total_len -= length
 
     @staticmethod
     def _unpost(shard: _Shard, doc_id: str, unique: set[int]) -> None:
@@ -316,20 +373,16 @@ class LexicalIndex:
         if self._finish_rebuild(ns, shard, main, started):
             self._drain()
 
-    def _begin_rebuild(self, ns: str) -> tuple[_Shard, list[tuple[str, _Doc]]] | None:
-        """Mark ``ns`` as rebuilding and snapshot its live documents (ids + term arrays)."""
+    def _begin_rebuild(self, ns: str) -> tuple[_Shard, _Snapshot] | None:
+        """Mark ``ns`` as rebuilding and snapshot its live documents (main rows + delta documents)."""
         with self._lock:
             shard = self._shards.get(ns)
             if shard is None or shard.rebuilding:
                 return None
             shard.rebuilding = True
             self._active += 1
-            snapshot: list[tuple[str, _Doc]] = []
-            if shard.main is not None:
-                main = shard.main
-                snapshot.extend((main.ids[r], main.docs[r]) for r in shard.row_of.values())
-            snapshot.extend(shard.delta.items())
-            return shard, snapshot
+            rows = np.flatnonzero(shard.alive) if shard.main is not None else np.zeros(0, dtype=np.int64)
+            return shard, _Snapshot(shard.main, rows, list(shard.delta.items()))
 
     def _finish_rebuild(self, ns: str, shard: _Shard, main: _Main | None, started: float) -> bool:
         """Install a built main.  True if the caller must run a follow-up rebuild now."""
@@ -349,33 +402,38 @@ class LexicalIndex:
         return again
 
     def _swap_locked(self, shard: _Shard, main: _Main | None) -> None:
-        """Install ``main``; rows whose document changed during the build are masked."""
-        docs = self._docs
-        if main is None:
-            alive = np.zeros(0, dtype=bool)
-            row_of: dict[str, int] = {}
-        else:
-            alive = np.zeros(main.rows, dtype=bool)
-            row_of = {}
-            for row, (doc_id, doc) in enumerate(zip(main.ids, main.docs, strict=True)):
-                if docs.get(doc_id) is doc:
+        """Install ``main``; rows whose document changed during the build are masked.
+
+        A row is still live if its document is where the snapshot took it from: the same main row
+        (not removed or replaced since), or the very delta object (not replaced since).
+        """
+        alive = np.zeros(0 if main is None else main.rows, dtype=bool)
+        moved: set[str] = set()  # delta documents now held by the new main
+        if main is not None and main.origin is not None:
+            origin, main.origin = main.origin, None
+            n_old = len(origin.main_rows)
+            source = main.source
+            from_old = source < n_old
+            if n_old and shard.main is origin.old:
+                alive[from_old] = shard.alive[origin.main_rows[source[from_old]]]
+            delta = shard.delta
+            for row in np.flatnonzero(~from_old).tolist():
+                doc_id, doc = origin.delta[int(source[row]) - n_old]
+                if delta.get(doc_id) is doc:
                     alive[row] = True
-                    row_of[doc_id] = row
+                    moved.add(doc_id)
         # Delta documents now in the main leave the delta; later additions stay.  The delta is
         # usually far smaller than what moved, so rebuild its postings instead of deleting.
-        if row_of:
-            shard.delta = {d: doc for d, doc in shard.delta.items() if d not in row_of}
+        if moved:
+            shard.delta = {d: doc for d, doc in shard.delta.items() if d not in moved}
             shard.postings = {}
             shard.unindexed = set()
             for doc_id, doc in shard.delta.items():
                 shard.post(doc_id, doc)
-        shard.main = main if main is not None and row_of else None
-        if shard.main is None:
-            alive = np.zeros(0, dtype=bool)
-            row_of = {}
-        shard.alive = alive
-        shard.row_of = row_of
-        shard.masked = (shard.main.rows - len(row_of)) if shard.main is not None else 0
+        live = int(alive.sum())
+        shard.main = main if main is not None and live else None
+        shard.alive = alive if shard.main is not None else np.zeros(0, dtype=bool)
+        shard.masked = (shard.main.rows - live) if shard.main is not None else 0
 
     def flush(self) -> None:
         """Rebuild every namespace with a delta or masked rows, now; for tests and benchmarks."""
@@ -463,7 +521,6 @@ class LexicalIndex:
         if cand.size == 0:
             return []
         cand_scores = scores[cand]
-        ids = main.ids
         out: list[tuple[str, float]] = []
         m = min(cand.size, 2 * k + 16)
         while True:
@@ -471,7 +528,7 @@ class LexicalIndex:
             order = part[np.lexsort((cand[part], -cand_scores[part]))]
             out = []
             for i in order.tolist():
-                doc_id = ids[int(cand[i])]
+                doc_id = main.doc_id(int(cand[i]))
                 if exclude is not None and doc_id in exclude:
                     continue
                 out.append((doc_id, float(cand_scores[i])))
@@ -516,14 +573,15 @@ class LexicalIndex:
             vocab = self._vocab
             tids = [tid for tid in (vocab.get(t) for t in tokens) if tid is not None]
             for doc_id in doc_ids:
-                doc = self._docs.get(doc_id)
-                if doc is None:
+                found = self._find(doc_id)
+                if found is None:
                     continue
-                shard = self._shards[doc.ns]
+                shard, where = found
                 score = 0.0
                 if tids:
-                    tf = Counter(doc.terms)
-                    norm = K1 * (1.0 - B + B * doc.length / shard.avgdl())
+                    terms = where.terms if isinstance(where, _Doc) else shard.main.doc_terms(where).tolist()  # type: ignore[union-attr]
+                    tf = Counter(terms)
+                    norm = K1 * (1.0 - B + B * len(terms) / shard.avgdl())
                     for tid in tids:
                         c = tf.get(tid)
                         if c:
@@ -533,11 +591,11 @@ class LexicalIndex:
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._docs)
+            return sum(s.n for s in self._shards.values())
 
     def __contains__(self, doc_id: object) -> bool:
         with self._lock:
-            return doc_id in self._docs
+            return isinstance(doc_id, str) and self._find(doc_id) is not None
 
     def namespaces(self) -> list[str]:
         """Namespaces that currently hold at least one document."""
@@ -558,7 +616,7 @@ class LexicalIndex:
                 rows = s.main.rows if s.main else 0
                 return {
                     "docs": s.n,
-                    "main": len(s.row_of),
+                    "main": rows - s.masked,
                     "main_rows": rows,
                     "delta": len(s.delta),
                     "masked": s.masked,
@@ -568,9 +626,9 @@ class LexicalIndex:
                 }
             shards = self._shards.values()
             return {
-                "docs": len(self._docs),
+                "docs": sum(s.n for s in shards),
                 "namespaces": sum(1 for s in shards if s.n),
-                "main": sum(len(s.row_of) for s in shards),
+                "main": sum(s.main.rows - s.masked for s in shards if s.main),
                 "main_rows": sum(s.main.rows for s in shards if s.main),
                 "delta": sum(len(s.delta) for s in shards),
                 "masked": sum(s.masked for s in shards),

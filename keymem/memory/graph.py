@@ -214,26 +214,31 @@ class MemoryGraph:
         same = self.meta("lexical_tokenizer") == fingerprint
         redo: set[str] = set()
         korean: set[str] = set()
+        # A store with the Korean stamp holds Korean terms (remember stamps it with the first
+        # ones), so checking it builds Kiwi only where it is needed anyway; when it matches, no
+        # memory needs looking at for Hangul (1 s at 1M memories).
+        stamp = self.meta(KOREAN_META)
+        korean_current = stamp is not None and stamp == korean_fingerprint()
 
-        def docs() -> Iterator[tuple[str, str | list[str], str]]:
+        def docs() -> Iterator[tuple[str, list[str], str]]:
             # Lazily, a page at a time: each document's term strings live only until they are
             # mapped to term ids (the whole table's strings at once cost ~170 MB at 100k memories).
-            for page in self.store.pages("memory/active_terms", now=now):
+            for lo, hi in self.store.offset_ranges("memory/offset_end"):
+                page = columns(self.store.query("memory/active_terms_range", lo=lo, hi=hi, now=now))
                 for mid, ns, t, miss in zip(page["ids"], page["namespaces"], page["terms"], page["missing"],
                                             strict=True):
                     if miss or not same:
                         redo.add(mid)
                         continue
-                    if has_hangul(t):
+                    if not korean_current and has_hangul(t):
                         korean.add(mid)
                     yield mid, t.split(TERMS_SEP) if t else [], ns
 
-        self.lexical.add_many(docs())
-        if korean:
-            if self.meta(KOREAN_META) == korean_fingerprint():
-                self.korean_stamped = True
-            else:
-                redo |= korean  # _retokenize stores the new Korean fingerprint
+        self.lexical.load(docs())
+        if korean_current:
+            self.korean_stamped = True
+        elif korean:
+            redo |= korean  # _retokenize stores the new Korean fingerprint
         if redo:
             self._retokenize(redo, now)
         if self.store.read_only:

@@ -37,6 +37,7 @@ def _rows(result: Any) -> list[Row]:
 
 KEEP_BACKUPS = 5
 LOAD_PAGE = 20_000  # rows per page of a paged whole-table read (see Store.paged)
+OFFSET_PAGE = 65_536  # node offsets per page of an offset-range read (see Store.offset_pages)
 
 
 def columns(rows: list[Row]) -> dict[str, list[Any]]:
@@ -359,6 +360,19 @@ class Store:
             if len(page.get("ids", ())) < LOAD_PAGE:
                 return
             after = max(page["ids"])  # the page's last id, whatever order its collect kept
+
+    def offset_ranges(self, end: str, /) -> Iterator[tuple[int, int]]:
+        """``(lo, hi)`` node-offset ranges covering a table, for ``$lo``/``$hi`` page statements.
+
+        ``end`` names the statement giving one past the table's highest node offset. A filter on
+        ``offset(id(n))`` costs a plain scan per page, where ``$after``/``$limit`` paging sorts the
+        rest of the table for each page (at 1M memories: 3.5 s against 11 s for the whole table).
+        A page may be empty: deleted rows leave holes in the offsets.
+        """
+        rows = self.query(end)
+        stop = int(rows[0]["stop"]) if rows else 0
+        for lo in range(0, stop, OFFSET_PAGE):
+            yield lo, lo + OFFSET_PAGE
 
     def stream(self, statement: str, /, **params: Any) -> Iterator[Row]:
         """Run a large read statement, yielding rows as they come (bounded Python memory)."""

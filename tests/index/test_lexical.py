@@ -494,3 +494,39 @@ def test_equal_scores_are_ordered_by_id() -> None:
     idx.flush()
     idx.add("d0", "apple river", "ns")  # same score, in the delta
     assert [d for d, _ in idx.search("apple", 4, "ns")] == ["d0", "d1", "d2", "d3"]
+
+
+def test_load_fills_mains_that_score_and_change_like_added_documents() -> None:
+    """``load`` (opening a store) builds each namespace's main directly; everything after it is exact."""
+    rng = random.Random(11)
+    docs = {f"d{i}": (" ".join(rng.choices(WORDS, k=rng.randint(0, 8))), ("a", "b")[i % 3 == 0]) for i in range(400)}
+    idx = LexicalIndex(rebuild_min=50, background=False)
+    given = [(d, tokenize(t), ns) for d, (t, ns) in docs.items()]
+    given.insert(5, ("d7", tokenize("storm storm lemon"), docs["d7"][1]))  # an id twice: the last one counts
+    idx.load(given)
+    assert idx.stats()["delta"] == 0 and idx.stats()["main"] == len(docs) == len(idx)
+    assert docs["d7"][1] == "a" and idx.stats("a")["masked"] == 1 and idx.stats("b")["masked"] == 0
+    for ns in ("a", "b"):
+        for q in ["apple", "storm lemon", "piano cloud tiger", "mango river green paris"]:
+            assert_matches_reference(idx, docs, ns, q, k=10)
+    with pytest.raises(RuntimeError, match="empty index"):
+        idx.load([("x", ["apple"], "a")])
+    # Replace, remove and add after the load, then let rebuilds run: still exact.
+    for i in range(0, 400, 7):
+        d = f"d{i}"
+        idx.add(d, "tiger tiger paris", docs[d][1])
+        docs[d] = ("tiger tiger paris", docs[d][1])
+    for i in range(3, 400, 11):
+        idx.remove(f"d{i}")
+        docs.pop(f"d{i}", None)
+    idx.add("late", "lemon piano", "a")
+    docs["late"] = ("lemon piano", "a")
+    assert "late" in idx and "d3" not in idx and len(idx) == len(docs)
+    for ns in ("a", "b"):
+        for q in ["tiger paris", "lemon piano", "apple"]:
+            assert_matches_reference(idx, docs, ns, q, k=10)
+    idx.flush()
+    assert idx.stats()["rebuilds"] >= 1 and idx.stats()["delta"] == 0
+    for ns in ("a", "b"):
+        for q in ["tiger paris", "lemon piano", "storm apple"]:
+            assert_matches_reference(idx, docs, ns, q, k=10)
