@@ -184,6 +184,7 @@ class LexicalIndex:
                 main = build_from_terms(ids, np.frombuffer(flat, dtype=np.int32).copy(),
                                         np.frombuffer(lengths, dtype=np.int64).copy())
                 del flat, lengths
+                main.source = main.source[:0]  # only a rebuild's swap needs it
                 shard = self._shards[ns] = _Shard(name=ns, main=main, alive=np.ones(main.rows, dtype=bool),
                                                   df=main.df(), n=main.rows, total_len=int(main.terms.size))
                 # An id given twice: its last version (the later of the adjacent rows) counts.
@@ -430,6 +431,8 @@ class LexicalIndex:
             shard.unindexed = set()
             for doc_id, doc in shard.delta.items():
                 shard.post(doc_id, doc)
+        if main is not None:
+            main.source = main.source[:0]  # only the swap needs it
         live = int(alive.sum())
         shard.main = main if main is not None and live else None
         shard.alive = alive if shard.main is not None else np.zeros(0, dtype=bool)

@@ -65,6 +65,74 @@ def _csr(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, n: int) -> tup
     return ptr, cols[order].astype(np.int32), weights[order].astype(np.float64)
 
 
+class _Ids:
+    """Memory id <-> slot.
+
+    The ids loaded at open are one sorted array of UTF-8 bytes, slot = position, found by binary
+    search: ~22 bytes an id, where a ``str`` in a dict and a list cost ~150 (1M memories: ~20 MB
+    against ~150 MB). Ids added after the load get the next slots through a dict; a removed slot
+    is marked gone and never reused.
+    """
+
+    def __init__(self, base: np.ndarray | None = None) -> None:
+        self.base = base if base is not None else np.zeros(0, dtype="S1")
+        self.gone = np.zeros(len(self.base), dtype=bool)
+        self.n_gone = 0
+        self.new: dict[str, int] = {}
+        self.new_ids: list[str | None] = []
+
+    def _base_slot(self, mid: str) -> int:
+        key = mid.encode()
+        if not len(self.base) or len(key) > self.base.dtype.itemsize or b"\0" in key:
+            return -1
+        i = int(np.searchsorted(self.base, key))
+        return i if i < len(self.base) and self.base[i] == key and not self.gone[i] else -1
+
+    def get(self, mid: str) -> int | None:
+        m = self.new.get(mid)
+        if m is not None:
+            return m
+        i = self._base_slot(mid)
+        return i if i >= 0 else None
+
+    def __contains__(self, mid: str) -> bool:
+        return self.get(mid) is not None
+
+    def id(self, m: int) -> str | None:
+        n = len(self.base)
+        if m < n:
+            return None if self.gone[m] else bytes(self.base[m]).decode()
+        return self.new_ids[m - n]
+
+    def add(self, mid: str) -> int:
+        m = self.new[mid] = len(self.base) + len(self.new_ids)
+        self.new_ids.append(mid)
+        return m
+
+    def remove(self, mid: str) -> int | None:
+        m = self.new.pop(mid, None)
+        if m is not None:
+            self.new_ids[m - len(self.base)] = None
+            return m
+        i = self._base_slot(mid)
+        if i < 0:
+            return None
+        self.gone[i] = True
+        self.n_gone += 1
+        return i
+
+    def __len__(self) -> int:
+        return len(self.base) - self.n_gone + len(self.new)
+
+    def slots(self) -> int:
+        return len(self.base) + len(self.new_ids)
+
+    def items(self) -> list[tuple[str, int]]:
+        out = [(bytes(k).decode(), i) for i, k in enumerate(self.base.tolist()) if not self.gone[i]]
+        out.extend(self.new.items())
+        return out
+
+
 class GraphMirror:
     """Exact, thread-safe copy of the ranking-relevant part of the graph (see module docstring)."""
 
@@ -83,8 +151,7 @@ class GraphMirror:
         self._ns: dict[str, int] = {}
         self._ns_names: list[str] = []
         # memories
-        self._mid: dict[str, int] = {}
-        self._mids: list[str | None] = []
+        self._ids = _Ids()
         self._m_ns = np.full(capacity, -1, dtype=np.int32)
         self._m_active = np.zeros(capacity, dtype=bool)
         self._m_expires = np.full(capacity, NO_EXPIRY)
@@ -206,8 +273,11 @@ class GraphMirror:
                 for name, values in columns(self.store.query("mirror/keys_range", lo=lo, hi=hi)).items():
                     keys.setdefault(name, []).extend(values)
             kid_of = {k: i for i, k in enumerate(keys.get("ids", ()))}
+            # Slots in id order (see _Ids): the page columns are permuted, offsets mapped to slots.
+            ids = np.array([m.encode() for m in mem.get("ids", ())], dtype=np.bytes_)
+            order = np.argsort(ids, kind="stable") if len(ids) else np.zeros(0, dtype=np.int64)
             slot_of = np.full(max(offsets, default=-1) + 1, -1, dtype=np.int64)
-            slot_of[np.frombuffer(offsets, dtype=np.int64)] = np.arange(len(offsets))
+            slot_of[np.frombuffer(offsets, dtype=np.int64)[order]] = np.arange(len(order))
             link_keys, link_mems, link_w = array("i"), array("q"), array("d")
             for lo, hi in self.store.offset_ranges("key/offset_end"):
                 for row in self.store.query("mirror/key_links_range", lo=lo, hi=hi):
@@ -218,26 +288,27 @@ class GraphMirror:
             k_of = np.frombuffer(link_keys, dtype=np.int32)
             m_of = slot_of[np.frombuffer(link_mems, dtype=np.int64)]
             w = np.frombuffer(link_w, dtype=np.float64)
-            self._install(mem, keys, kid_of, (k_of, m_of, w), rel)
+            self._install(ids, order, mem, keys, kid_of, (k_of, m_of, w), rel)
 
-    def _install(self, mem: dict[str, list[Any]], keys: dict[str, list[Any]], kid_of: dict[str, int],
-                 links: tuple[np.ndarray, np.ndarray, np.ndarray], rel: dict[str, list[Any]]) -> None:
+    def _install(self, ids: np.ndarray, order: np.ndarray, mem: dict[str, list[Any]], keys: dict[str, list[Any]],
+                 kid_of: dict[str, int], links: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 rel: dict[str, list[Any]]) -> None:
+        """Install what ``load`` read; memory columns are in page order, ``order`` sorts them by id."""
         k_of, m_of, w = links
         with self._lock:
-            n = len(mem.get("ids", ()))
+            n = len(ids)
             self._reset(max(1024, int(n * 1.25)))
-            self._mids = list(mem.get("ids", ()))
-            self._mid = {m: i for i, m in enumerate(self._mids)}  # type: ignore[misc]
+            self._ids = _Ids(ids[order])
             if n:
-                self._m_ns[:n] = [self._ns_code(s) for s in mem["namespaces"]]
-                self._m_active[:n] = mem["active"]
-                exp = np.asarray(mem["expires"], dtype=np.float64)
+                self._m_ns[:n] = np.array([self._ns_code(s) for s in mem["namespaces"]], dtype=np.int32)[order]
+                self._m_active[:n] = np.array(mem["active"], dtype=bool)[order]
+                exp = np.asarray(mem["expires"], dtype=np.float64)[order]
                 self._m_expires[:n] = np.where(exp < 0, NO_EXPIRY, exp)
-                self._m_depth[:n] = mem["depths"]
-                self._m_confirmed[:n] = mem["confirmed"]
-                self._m_created[:n] = mem["created"]
-                self._m_profile[:n] = [self._profile_code.get(p, 1) for p in mem["profiles"]]
-                self._m_confirmations[:n] = mem["confirmations"]
+                self._m_depth[:n] = np.asarray(mem["depths"], dtype=np.float64)[order]
+                self._m_confirmed[:n] = np.asarray(mem["confirmed"], dtype=np.float64)[order]
+                self._m_created[:n] = np.asarray(mem["created"], dtype=np.float64)[order]
+                self._m_profile[:n] = np.array([self._profile_code.get(p, 1) for p in mem["profiles"]], dtype=np.int8)[order]
+                self._m_confirmations[:n] = np.asarray(mem["confirmations"], dtype=np.int64)[order]
             self._kids = list(keys.get("ids", ()))
             self._kid = kid_of
             self._k_ns = [self._ns_code(s) for s in keys.get("namespaces", ())]
@@ -246,7 +317,9 @@ class GraphMirror:
             self._kb = _csr(k_of, m_of, w, len(self._kids))
             self._mb = _csr(m_of, k_of, w, n)
             for a, b, rw in zip(rel.get("src", ()), rel.get("dst", ()), rel.get("weights", ()), strict=True):
-                self._set_related(self._mid[a], self._mid[b], rw)
+                ma, mb = self._ids.get(a), self._ids.get(b)
+                if ma is not None and mb is not None:
+                    self._set_related(ma, mb, rw)
             self._stale = False
 
     def _set_related(self, a: int, b: int, w: float) -> None:
@@ -268,7 +341,7 @@ class GraphMirror:
         def apply() -> None:
             with self._lock:
                 for r in rows:
-                    k, m = self._kid.get(r["key_id"]), self._mid.get(r["memory_id"])
+                    k, m = self._kid.get(r["key_id"]), self._ids.get(r["memory_id"])
                     if k is None or m is None:
                         continue
                     if not (self._set_weight(self._k_links(k), m, r["weight"])
@@ -309,12 +382,14 @@ class GraphMirror:
                 if kid not in found_keys:
                     self._remove_key(kid)
             for mid in found_mems:
-                m = self._mid[mid]
+                m = self._ids.get(mid)
+                if m is None:
+                    continue
                 for other in list(self._related.get(m, ())):
                     self._related.get(other, {}).pop(m, None)
                 self._related.pop(m, None)
             for r in rel_rows:
-                a, b = self._mid.get(r["src"]), self._mid.get(r["dst"])
+                a, b = self._ids.get(r["src"]), self._ids.get(r["dst"])
                 if a is not None and b is not None:
                     self._set_related(a, b, r["weight"])
 
@@ -380,11 +455,10 @@ class GraphMirror:
         self._m_over[m] = (array("i"), array("d"))
 
     def _upsert_memory(self, r: dict[str, Any]) -> None:
-        m = self._mid.get(r["id"])
+        m = self._ids.get(r["id"])
         if m is None:
-            m = self._mid[r["id"]] = len(self._mids)
-            self._mids.append(r["id"])
-            self._grow(len(self._mids))
+            m = self._ids.add(r["id"])
+            self._grow(self._ids.slots())
         else:
             self._unlink(m)
         self._m_ns[m] = self._ns_code(r["namespace"])
@@ -408,13 +482,12 @@ class GraphMirror:
         self._m_over[m] = (keys, weights)
 
     def _remove_memory(self, mid: str) -> None:
-        m = self._mid.pop(mid, None)
+        m = self._ids.remove(mid)
         if m is None:
             return
         self._unlink(m)
         for other in self._related.pop(m, {}):
             self._related.get(other, {}).pop(m, None)
-        self._mids[m] = None
         self._m_ns[m] = -1
         self._m_active[m] = False
 
@@ -433,11 +506,11 @@ class GraphMirror:
         """Every memory held, old versions included (in no particular order)."""
         self._fresh()
         with self._lock:
-            return list(self._mid)
+            return [mid for mid, _ in self._ids.items()]
 
     def memory_total(self) -> int:
         """Memories in the store, old versions included."""
-        return len(self._mid)
+        return len(self._ids)
 
     def key(self, key_id: str) -> dict[str, Any] | None:
         """The key's identity row (id, namespace, text, key_type), or None."""
@@ -481,7 +554,7 @@ class GraphMirror:
             w = np.array(weights, dtype=np.float64)
             keep = self._visible(idx, now)
             idx, w = idx[keep], w[keep]
-            ids = [self._mids[i] for i in idx.tolist()]
+            ids = [self._ids.id(i) for i in idx.tolist()]
         return ids, w, idx  # type: ignore[return-value]
 
     def _factors(self, slots: np.ndarray, now: float) -> np.ndarray:
@@ -497,7 +570,7 @@ class GraphMirror:
         """Ranking and validity fields of one memory (visible only when ``now`` is given), or None."""
         self._fresh()
         with self._lock:
-            m = self._mid.get(memory_id)
+            m = self._ids.get(memory_id)
             if m is None:
                 return None
             if now is not None and not (self._m_active[m] and self._m_expires[m] > now):
@@ -515,10 +588,11 @@ class GraphMirror:
         """Depth and freshness factor (``keymem.decay.rank_factors``) of the visible ones among some memories."""
         self._fresh()
         with self._lock:
-            ids = [mid for mid in memory_ids if mid in self._mid]
+            found = [(mid, self._ids.get(mid)) for mid in memory_ids]
+            ids = [mid for mid, m in found if m is not None]
             if not ids:
                 return {}
-            idx = np.fromiter((self._mid[mid] for mid in ids), dtype=np.int64, count=len(ids))
+            idx = np.fromiter((m for _, m in found if m is not None), dtype=np.int64, count=len(ids))
             keep = self._visible(idx, now)
             factor = self._factors(idx, now)
         return {mid: f for mid, f, ok in zip(ids, factor.tolist(), keep.tolist(), strict=True) if ok}
@@ -535,7 +609,7 @@ class GraphMirror:
         """(key id, link weight) of one memory's links."""
         self._fresh()
         with self._lock:
-            m = self._mid.get(memory_id)
+            m = self._ids.get(memory_id)
             if m is None:
                 return []
             keys, weights = self._m_links(m)
@@ -545,20 +619,20 @@ class GraphMirror:
         """Visible RELATED_TO neighbours of one memory with the edge weight."""
         self._fresh()
         with self._lock:
-            m = self._mid.get(memory_id)
+            m = self._ids.get(memory_id)
             if m is None:
                 return []
-            return [(self._mids[o], w) for o, w in self._related.get(m, {}).items()  # type: ignore[misc]
+            return [(self._ids.id(o), w) for o, w in self._related.get(m, {}).items()  # type: ignore[misc]
                     if self._m_active[o] and self._m_expires[o] > now]
 
     def related_ids(self, memory_id: str) -> list[str]:
         """Every RELATED_TO neighbour of one memory (old versions included), sorted."""
         self._fresh()
         with self._lock:
-            m = self._mid.get(memory_id)
+            m = self._ids.get(memory_id)
             if m is None:
                 return []
-            return sorted(self._mids[o] for o in self._related.get(m, {}))  # type: ignore[misc]
+            return sorted(self._ids.id(o) for o in self._related.get(m, {}))  # type: ignore[misc]
 
     # -- checks ----------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -566,16 +640,16 @@ class GraphMirror:
         self._fresh()
         with self._lock:
             mems = {}
-            for mid, m in self._mid.items():
+            for mid, m in self._ids.items():
                 row = self.memory(mid)
                 assert row is not None
                 row["keys"] = sorted((k, round(w, 9)) for k, w in self.memory_keys(mid))
-                row["related"] = sorted((self._mids[o], round(w, 9)) for o, w in self._related.get(m, {}).items())  # type: ignore[misc]
+                row["related"] = sorted((self._ids.id(o), round(w, 9)) for o, w in self._related.get(m, {}).items())  # type: ignore[misc]
                 mems[mid] = row
             keys = {kid: self.key(kid) for kid in self._kid}
             return {"memories": mems, "keys": keys}
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {"memories": len(self._mid), "keys": len(self._kid),
-                    "links": sum(len(self._k_links(k)[0]) for k in range(len(self._kids))), "slots": len(self._mids)}
+            return {"memories": len(self._ids), "keys": len(self._kid),
+                    "links": sum(len(self._k_links(k)[0]) for k in range(len(self._kids))), "slots": self._ids.slots()}
