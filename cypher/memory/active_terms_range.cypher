@@ -1,6 +1,7 @@
-// The visible memories' stored BM25 terms among node offsets [$lo, $hi), as one row of parallel
-// lists (lexical index load; pages from Store.offset_ranges, so a large store fits the buffer pool).
+// The visible memories' stored BM25 terms among node offsets [$lo, $hi): one row per namespace,
+// ids and terms as parallel lists (lexical index load; pages from Store.offset_ranges, so a large
+// store fits the buffer pool; grouped so that a namespace is not returned once per memory).
 MATCH (m:Memory) WHERE offset(id(m)) >= $lo AND offset(id(m)) < $hi
   AND m.active AND (m.expires_at IS NULL OR m.expires_at > $now)
-RETURN collect(m.id) AS ids, collect(m.namespace) AS namespaces, collect(coalesce(m.terms, '')) AS terms,
+RETURN m.namespace AS namespace, collect(m.id) AS ids, collect(coalesce(m.terms, '')) AS terms,
        collect(m.terms IS NULL) AS missing

@@ -47,6 +47,7 @@ from array import array
 from collections import Counter, deque
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 
@@ -62,7 +63,7 @@ from keymem.index.bm25 import (
     idf,
 )
 from keymem.native import trim_heap
-from keymem.text.tokenize import tokenize
+from keymem.text.tokenize import TERMS_SEP, tokenize
 
 __all__ = ["LexicalIndex"]
 
@@ -160,40 +161,46 @@ class LexicalIndex:
                     return shard, row
         return None
 
-    def load(self, docs: Iterable[tuple[str, list[str], str]]) -> None:
-        """Fill an empty index with ``(id, tokens, namespace)`` (opening a store).
+    def load(self, pages: Iterable[tuple[str, list[str], list[str]]]) -> None:
+        """Fill an empty index from pages of ``(namespace, ids, terms)`` (opening a store).
 
-        Each namespace's documents go straight into its main as flat term-id arrays: no object per
-        document, no delta. At 1M memories this took the load from 46 s to a few seconds (docs/design.md, "BM25 index").
+        ``terms`` are each document's tokens joined by ``TERMS_SEP`` (as stored in the store). Each
+        namespace's documents go straight into its main as flat term-id arrays: no object per
+        document, no delta; a page's tokens are split and mapped to ids in one pass each. At 1M
+        memories this took the load from 46 s to ~12 s (docs/design.md, "BM25 index").
         The lock is held throughout: a search waits for the whole index instead of seeing part of it.
         """
         with self._lock:
             if self._shards:
                 raise RuntimeError("LexicalIndex.load() fills an empty index")
             getitem = self._vocab.__getitem__
-            per_ns: dict[str, tuple[list[str], array[int], array[int]]] = {}
-            for doc_id, tokens, ns in docs:
-                acc = per_ns.get(ns)
-                if acc is None:
-                    acc = per_ns[ns] = ([], array("i"), array("q"))
-                before = len(acc[1])
-                acc[1].extend(map(getitem, tokens))
-                acc[0].append(doc_id)
-                acc[2].append(len(acc[1]) - before)
-            for ns, (ids, flat, lengths) in per_ns.items():
-                main = build_from_terms(ids, np.frombuffer(flat, dtype=np.int32).copy(),
-                                        np.frombuffer(lengths, dtype=np.int64).copy())
-                del flat, lengths
-                main.source = main.source[:0]  # only a rebuild's swap needs it
+            chunks: dict[str, tuple[list[str], list[np.ndarray], list[np.ndarray]]] = {}
+            for ns, ids, terms in pages:
+                if not ids:
+                    continue
+                # tokens per document: separators + 1, and 0 for an empty one (map/filter: no Python loop)
+                lengths = np.fromiter(map(str.count, terms, repeat(TERMS_SEP)), dtype=np.int64, count=len(terms))
+                lengths += np.fromiter(map(bool, terms), dtype=bool, count=len(terms))
+                joined = TERMS_SEP.join(filter(None, terms))
+                tokens = joined.split(TERMS_SEP) if joined else []
+                acc = chunks.setdefault(ns, ([], [], []))
+                acc[0].extend(ids)
+                acc[1].append(np.fromiter(map(getitem, tokens), dtype=np.int32, count=len(tokens)))
+                acc[2].append(lengths)
+                del joined, tokens
+            per_ns = {ns: (ids, np.concatenate(flats), np.concatenate(lens)) for ns, (ids, flats, lens) in chunks.items()}
+            chunks.clear()
+            for ns in sorted(per_ns):
+                main = build_from_terms(*per_ns.pop(ns))  # popped: each namespace's inputs freed once built
+                main.source = np.zeros(0, dtype=np.int64)  # only a rebuild's swap needs it
                 shard = self._shards[ns] = _Shard(name=ns, main=main, alive=np.ones(main.rows, dtype=bool),
                                                   df=main.df(), n=main.rows, total_len=int(main.terms.size))
                 # An id given twice: its last version (the later of the adjacent rows) counts.
                 for row in np.flatnonzero(main.keys[:-1] == main.keys[1:]).tolist():
-                    terms = main.doc_terms(row)
+                    dup = main.doc_terms(row)
                     shard.alive[row] = False
                     shard.masked += 1
-                    self._uncount(shard, set(terms.tolist()), len(terms))
-            per_ns.clear()
+                    self._uncount(shard, set(dup.tolist()), len(dup))
         trim_heap()
 
     def add(self, doc_id: str, text: str, namespace: str, *, tokens: list[str] | None = None) -> None:
@@ -432,7 +439,7 @@ class LexicalIndex:
             for doc_id, doc in shard.delta.items():
                 shard.post(doc_id, doc)
         if main is not None:
-            main.source = main.source[:0]  # only the swap needs it
+            main.source = np.zeros(0, dtype=np.int64)  # only the swap needs it
         live = int(alive.sum())
         shard.main = main if main is not None and live else None
         shard.alive = alive if shard.main is not None else np.zeros(0, dtype=bool)

@@ -49,10 +49,10 @@ from keymem.memory.views import (
     RecallResult,
     RememberResult,
 )
-from keymem.native import limit_blas_threads, trim_heap
+from keymem.native import gc_paused, limit_blas_threads, trim_heap
 from keymem.settings import Settings
 from keymem.store import migrations
-from keymem.store.db import Store, columns
+from keymem.store.db import Store, columns, pool_exhausted
 from keymem.store.vectors import KeyVectors
 from keymem.store.walk import fill_walk_copies
 
@@ -140,10 +140,7 @@ class MemoryGraph:
             migrations.migrate(store)
             graph = cls(settings, store, embedder, reranker=reranker, clock=clock)  # type: ignore[arg-type]
             graph._check_fingerprint(progress)
-            graph.vectors.load()
-            graph._load_lexical()
-            graph.mirror.load()
-            trim_heap()  # the loads' transient rows (hundreds of MB at 100k memories)
+            graph._load_caches()
             graph.sweep()
         except BaseException:
             store.close()
@@ -202,7 +199,6 @@ class MemoryGraph:
         """
         from keymem.text.tokenize import (
             KOREAN_META,
-            TERMS_SEP,
             has_hangul,
             korean_fingerprint,
             tokenizer_fingerprint,
@@ -220,21 +216,24 @@ class MemoryGraph:
         stamp = self.meta(KOREAN_META)
         korean_current = stamp is not None and stamp == korean_fingerprint()
 
-        def docs() -> Iterator[tuple[str, list[str], str]]:
-            # Lazily, a page at a time: each document's term strings live only until they are
+        def pages() -> Iterator[tuple[str, list[str], list[str]]]:
+            # Lazily, a page at a time: the term strings of one page live only until they are
             # mapped to term ids (the whole table's strings at once cost ~170 MB at 100k memories).
             for lo, hi in self.store.offset_ranges("memory/offset_end"):
-                page = columns(self.store.query("memory/active_terms_range", lo=lo, hi=hi, now=now))
-                for mid, ns, t, miss in zip(page["ids"], page["namespaces"], page["terms"], page["missing"],
-                                            strict=True):
-                    if miss or not same:
-                        redo.add(mid)
+                for group in self.store.query("memory/active_terms_range", lo=lo, hi=hi, now=now):
+                    ids, terms, missing = group["ids"], group["terms"], group["missing"]
+                    if not same:
+                        redo.update(ids)
                         continue
-                    if not korean_current and has_hangul(t):
-                        korean.add(mid)
-                    yield mid, t.split(TERMS_SEP) if t else [], ns
+                    if any(missing):
+                        redo.update(mid for mid, miss in zip(ids, missing, strict=True) if miss)
+                        keep = [i for i, miss in enumerate(missing) if not miss]
+                        ids, terms = [ids[i] for i in keep], [terms[i] for i in keep]
+                    if not korean_current:
+                        korean.update(mid for mid, t in zip(ids, terms, strict=True) if has_hangul(t))
+                    yield group["namespace"], ids, terms
 
-        self.lexical.load(docs())
+        self.lexical.load(pages())
         if korean_current:
             self.korean_stamped = True
         elif korean:
@@ -281,11 +280,50 @@ class MemoryGraph:
         """
         if not self.store.read_only:
             fill_walk_copies(self.store, force=True)
-        self.vectors.load()
         self.lexical = LexicalIndex()  # calls already running keep searching the old one
-        self._load_lexical()
-        self.mirror.load()
-        trim_heap()
+        self._load_caches()
+
+    def _load_caches(self) -> None:
+        """Fill the key vectors, the BM25 index and the graph mirror from the store.
+
+        The mirror loads on a second thread meanwhile: much of each load is Kuzu scanning and
+        numpy sorting, which run outside the GIL (1M memories: 24 s one after the other, 20 s
+        side by side). Two loads at once need more of Kuzu's buffer pool than one; a load the
+        pool could not hold is run again alone once the other has finished (each load fills
+        its copy only when it has read everything, so a failed one leaves nothing behind).
+        """
+        failed: list[BaseException] = []
+
+        def side_load() -> None:
+            try:
+                self.mirror.load()
+            except BaseException as exc:
+                failed.append(exc)
+
+        lexical_failed: BaseException | None = None
+        with gc_paused():
+            side = threading.Thread(target=side_load, name="keymem-mirror-load", daemon=True)
+            side.start()
+            try:
+                self.vectors.load()
+                self._load_lexical()
+            except Exception as exc:
+                if not pool_exhausted(exc):
+                    raise
+                lexical_failed = exc
+            finally:
+                side.join()
+            if failed:
+                if not pool_exhausted(failed[0]):
+                    raise failed[0]
+                log.warning("loading the graph mirror again on its own: %s", failed[0])
+                self.mirror.load()
+            if lexical_failed is not None:
+                log.warning("loading the key vectors and BM25 index again on their own: %s", lexical_failed)
+                self.lexical = LexicalIndex()
+                self.vectors.load()
+                self._load_lexical()
+        trim_heap()  # the loads' transient rows (hundreds of MB at 100k memories)
 
     # -- shared helpers ----------------------------------------------------------------
     def meta(self, name: str) -> str | None:

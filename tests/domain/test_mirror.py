@@ -144,7 +144,8 @@ def test_loads_in_pages(graph: MemoryGraph, monkeypatch: pytest.MonkeyPatch) -> 
     for i in range(7):
         graph.remember(content=f"paged memory {i} about tea and biscuits", keys=["tea", f"biscuit {i}", f"Person {i % 3}"],
                        key_types=["concept", "concept", "name"])
-    monkeypatch.setattr(db, "LOAD_PAGE", 2)
+    graph.forget(memory_id=graph.remember(content="gone", keys=["tea"]).memory_id)  # a hole in the node offsets
+    monkeypatch.setattr(db, "OFFSET_PAGE", 2)
     fresh = mirror.GraphMirror(graph.store, graph.settings)
     fresh.load()
     assert fresh.snapshot() == graph.mirror.snapshot() and fresh.stats()["memories"] == 7
@@ -175,3 +176,57 @@ def test_a_missing_key_rolls_the_write_back(graph: MemoryGraph, monkeypatch: pyt
         graph.remember(content="A memory whose second key vanished", keys=["river", "ghost"])
     assert graph.counts() == before
     assert_mirror_exact(graph)
+
+
+def test_writes_after_a_reopen_change_the_loaded_layout_exactly(graph: MemoryGraph, settings, minilm_embedder,  # type: ignore[no-untyped-def]
+                                                                 clock: Clock) -> None:
+    """After an open the links are flat arrays and the ids one sorted array; every write on them stays exact."""
+    ids = [graph.remember(content=f"loaded memory {i} about rivers and boats", keys=["river", f"boat {i}", "Ann"],
+                          key_types=["concept", "concept", "name"]).memory_id for i in range(6)]
+    graph.remember(content="a side note", keys=["river"], related_to=[ids[0]])
+    graph.close()
+    again = MemoryGraph.open(settings, embedder=minilm_embedder, reranker=None, progress=False, clock=clock)
+    try:
+        assert again.mirror.stats()["memories"] == 7
+        assert_mirror_exact(again)
+        newer = again.correct(memory_id=ids[1], content="loaded memory 1, corrected").memory_id  # a loaded row changes
+        again.forget(memory_id=ids[2])  # a loaded row goes
+        river = next(k for k, _ in again.mirror.memory_keys(ids[0]) if again.mirror.key(k)["text"] == "river")  # type: ignore[index]
+        again.dismiss(memory_id=ids[3], key_id=river)  # a loaded link's weight
+        again.recall_direct(query="rivers and boats")  # Hebbian updates on loaded links
+        added = again.remember(content="a new memory on the loaded keys", keys=["river", "Ann", "boat 4"]).memory_id
+        assert_mirror_exact(again)
+        assert again.mirror.memory(ids[2]) is None and again.mirror.memory(newer) is not None
+        assert added in again.mirror.memory_ids() and ids[2] not in again.mirror.memory_ids()
+        assert again.mirror.memory_total() == 7 + 1 + 1 - 1  # loaded + corrected version + new - forgotten
+        again.forget(memory_id=added)
+        assert_mirror_exact(again)
+    finally:
+        again.close()
+
+
+def test_a_load_the_buffer_pool_cannot_hold_beside_another_runs_again_alone(graph: MemoryGraph,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mirror loads beside the BM25 index; if the pool cannot hold both, the failed load is repeated alone."""
+    graph.remember(content="tea with lemon", keys=["tea", "lemon"])
+    real = graph.mirror.load
+    calls: list[str] = []
+
+    def load_once_short_of_pool() -> None:
+        calls.append(threading.current_thread().name)
+        if len(calls) == 1:
+            raise RuntimeError("Buffer manager exception: Unable to allocate memory! The buffer pool is full")
+        real()
+
+    monkeypatch.setattr(graph.mirror, "load", load_once_short_of_pool)
+    graph.reload_caches()
+    assert calls == ["keymem-mirror-load", threading.current_thread().name]
+    assert_mirror_exact(graph)
+    assert graph.lexical.search("lemon", 5, "default")
+
+    def broken() -> None:
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr(graph.mirror, "load", broken)
+    with pytest.raises(RuntimeError, match="something else"):
+        graph.reload_caches()

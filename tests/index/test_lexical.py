@@ -80,7 +80,7 @@ from hypothesis import strategies as st
 
 from keymem.index.bm25 import K1, B, _VectorizedBM25, capped, relevance
 from keymem.index.lexical import LexicalIndex
-from keymem.text.tokenize import tokenize
+from keymem.text.tokenize import TERMS_SEP, tokenize
 
 EPS = 1e-4
 
@@ -501,16 +501,19 @@ def test_load_fills_mains_that_score_and_change_like_added_documents() -> None:
     rng = random.Random(11)
     docs = {f"d{i}": (" ".join(rng.choices(WORDS, k=rng.randint(0, 8))), ("a", "b")[i % 3 == 0]) for i in range(400)}
     idx = LexicalIndex(rebuild_min=50, background=False)
-    given = [(d, tokenize(t), ns) for d, (t, ns) in docs.items()]
-    given.insert(5, ("d7", tokenize("storm storm lemon"), docs["d7"][1]))  # an id twice: the last one counts
-    idx.load(given)
+    given = [(d, TERMS_SEP.join(tokenize(t)), ns) for d, (t, ns) in docs.items()]
+    given.insert(5, ("d7", TERMS_SEP.join(tokenize("storm storm lemon")), docs["d7"][1]))  # the last one counts
+    # pages as the store gives them: a namespace, ids, joined terms
+    pages = [(ns, [d for d, _, n in part if n == ns], [t for _, t, n in part if n == ns])
+             for part in (given[:100], given[100:101], [], given[101:]) for ns in ("a", "b")]
+    idx.load(pages)
     assert idx.stats()["delta"] == 0 and idx.stats()["main"] == len(docs) == len(idx)
     assert docs["d7"][1] == "a" and idx.stats("a")["masked"] == 1 and idx.stats("b")["masked"] == 0
     for ns in ("a", "b"):
         for q in ["apple", "storm lemon", "piano cloud tiger", "mango river green paris"]:
             assert_matches_reference(idx, docs, ns, q, k=10)
     with pytest.raises(RuntimeError, match="empty index"):
-        idx.load([("x", ["apple"], "a")])
+        idx.load([("a", ["x"], ["apple"])])
     # Replace, remove and add after the load, then let rebuilds run: still exact.
     for i in range(0, 400, 7):
         d = f"d{i}"
