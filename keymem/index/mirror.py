@@ -288,6 +288,14 @@ class GraphMirror:
             k_of = np.frombuffer(link_keys, dtype=np.int32)
             m_of = slot_of[np.frombuffer(link_mems, dtype=np.int64)]
             w = np.frombuffer(link_w, dtype=np.float64)
+            dangling = m_of < 0
+            if dangling.any():
+                # After a crash, Kuzu 0.11.3's log replay can leave LINKS edges whose target memory
+                # does not exist; only a statement that reads no property of the memory returns
+                # them (every other read skips them), and deleted offsets are not reused. Skipped
+                # here, so the mirror holds what every other read of the store sees.
+                log.warning("mirror: %d links to memories that no longer exist are ignored", int(dangling.sum()))
+                k_of, m_of, w = k_of[~dangling], m_of[~dangling], w[~dangling]
             self._install(ids, order, mem, keys, kid_of, (k_of, m_of, w), rel)
 
     def _install(self, ids: np.ndarray, order: np.ndarray, mem: dict[str, list[Any]], keys: dict[str, list[Any]],
