@@ -135,7 +135,10 @@ class _Main:
         return len(self.keys)
 
     def doc_id(self, row: int) -> str:
-        return bytes(self.keys[row]).decode()
+        return self.keys[row].decode()  # type: ignore[no-any-return]
+
+    def doc_ids(self, rows: np.ndarray) -> list[str]:
+        return [b.decode() for b in self.keys[rows].tolist()]
 
     def find(self, doc_id: str) -> int:
         """The last row holding ``doc_id``, or -1."""

@@ -537,11 +537,10 @@ class LexicalIndex:
             part = np.argpartition(-cand_scores, m - 1)[:m] if m < cand.size else np.arange(cand.size)
             order = part[np.lexsort((cand[part], -cand_scores[part]))]
             out = []
-            for i in order.tolist():
-                doc_id = main.doc_id(int(cand[i]))
+            for doc_id, score in zip(main.doc_ids(cand[order]), cand_scores[order].tolist(), strict=True):
                 if exclude is not None and doc_id in exclude:
                     continue
-                out.append((doc_id, float(cand_scores[i])))
+                out.append((doc_id, score))
                 if len(out) >= k:
                     break
             if len(out) >= k or m >= cand.size:

@@ -41,6 +41,7 @@ NO_EXPIRY = np.inf
 # Refreshes of up to this many rows use one-id statements (primary-key lookups, ~0.5-3 ms per
 # memory at 100k); more use one UNWIND statement, which Kuzu plans as a scan (~40 ms at 100k).
 SINGLE_LOOKUPS = 8
+HIT_CACHE = 65_536  # loaded ids remembered after a binary search (see _Ids)
 _TX_KEY = "mirror"
 
 
@@ -80,6 +81,9 @@ class _Ids:
         self.n_gone = 0
         self.new: dict[str, int] = {}
         self.new_ids: list[str | None] = []
+        # Loaded ids found lately: a binary search costs ~2 us, and one recall asks for the same
+        # few hundred memories several times (ranking, keys, paths). Bounded: cleared when full.
+        self._hits: dict[str, int] = {}
 
     def _base_slot(self, mid: str) -> int:
         key = mid.encode()
@@ -92,8 +96,33 @@ class _Ids:
         m = self.new.get(mid)
         if m is not None:
             return m
+        m = self._hits.get(mid)
+        if m is not None:
+            return m
         i = self._base_slot(mid)
-        return i if i >= 0 else None
+        if i < 0:
+            return None
+        if len(self._hits) >= HIT_CACHE:
+            self._hits.clear()
+        self._hits[mid] = i
+        return i
+
+    def get_many(self, mids: list[str]) -> list[int | None]:
+        """``get`` of many ids, the loaded ones found in one vectorised search."""
+        out: list[int | None] = [self.new.get(m) for m in mids]
+        todo = [i for i, m in enumerate(out) if m is None]
+        if not todo or not len(self.base):
+            return out
+        width = self.base.dtype.itemsize
+        keys = [mids[i].encode() for i in todo]
+        fits = [len(k) <= width and b"\0" not in k for k in keys]
+        arr = np.array([k if ok else b"" for k, ok in zip(keys, fits, strict=True)], dtype=self.base.dtype)
+        pos = np.minimum(np.searchsorted(self.base, arr), len(self.base) - 1)
+        found = (self.base[pos] == arr) & ~self.gone[pos] & np.array(fits, dtype=bool)
+        for i, p, ok in zip(todo, pos.tolist(), found.tolist(), strict=True):
+            if ok:
+                out[i] = p
+        return out
 
     def __contains__(self, mid: str) -> bool:
         return self.get(mid) is not None
@@ -101,8 +130,15 @@ class _Ids:
     def id(self, m: int) -> str | None:
         n = len(self.base)
         if m < n:
-            return None if self.gone[m] else bytes(self.base[m]).decode()
+            return None if self.gone[m] else self.base[m].decode()
         return self.new_ids[m - n]
+
+    def ids(self, slots: np.ndarray) -> list[str | None]:
+        """``id`` of many slots; loaded ones are read from the array in one step."""
+        n = len(self.base)
+        if slots.size and int(slots.max()) < n and not self.gone[slots].any():
+            return [b.decode() for b in self.base[slots].tolist()]
+        return [self.id(m) for m in slots.tolist()]
 
     def add(self, mid: str) -> int:
         m = self.new[mid] = len(self.base) + len(self.new_ids)
@@ -117,6 +153,7 @@ class _Ids:
         i = self._base_slot(mid)
         if i < 0:
             return None
+        self._hits.pop(mid, None)
         self.gone[i] = True
         self.n_gone += 1
         return i
@@ -562,7 +599,7 @@ class GraphMirror:
             w = np.array(weights, dtype=np.float64)
             keep = self._visible(idx, now)
             idx, w = idx[keep], w[keep]
-            ids = [self._ids.id(i) for i in idx.tolist()]
+            ids = self._ids.ids(idx)
         return ids, w, idx  # type: ignore[return-value]
 
     def _factors(self, slots: np.ndarray, now: float) -> np.ndarray:
@@ -596,7 +633,8 @@ class GraphMirror:
         """Depth and freshness factor (``keymem.decay.rank_factors``) of the visible ones among some memories."""
         self._fresh()
         with self._lock:
-            found = [(mid, self._ids.get(mid)) for mid in memory_ids]
+            asked = list(memory_ids)
+            found = list(zip(asked, self._ids.get_many(asked), strict=True))
             ids = [mid for mid, m in found if m is not None]
             if not ids:
                 return {}
