@@ -278,15 +278,15 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     shards = list(lex._shards.values())
     mains = [s.main for s in shards if s.main is not None]
     lex_detail = {
-        "docs": len(lex._docs),
+        "docs": len(lex),
         "vocab": len(lex._vocab),
-        "docs_dict_mb (id -> _Doc with int32 term array)": round(deep_size(lex._docs) / 2**20, 2),
         "vocab_dict_mb": round(deep_size(lex._vocab) / 2**20, 2),
-        "main_arrays_mb (data, indices, indptr, idf)": round(sum(
+        "main_scores_mb (data, indices, indptr, idf)": round(sum(
             m.data.nbytes + m.indices.nbytes + m.indptr.nbytes + m.idf_built.nbytes for m in mains) / 2**20, 2),
+        "main_terms_mb (flat term ids + row starts)": round(sum(m.terms.nbytes + m.starts.nbytes for m in mains) / 2**20, 2),
+        "main_ids_mb (sorted UTF-8 ids)": round(sum(m.keys.nbytes for m in mains) / 2**20, 2),
         "main_col_of_mb": round(sum(deep_size(m.col_of) for m in mains) / 2**20, 2),
-        "main_ids_docs_lists_mb": round(sum(sys.getsizeof(m.ids) + sys.getsizeof(m.docs) for m in mains) / 2**20, 2),
-        "row_of_mb": round(sum(deep_size(s.row_of) for s in shards) / 2**20, 2),
+        "alive_mb": round(sum(s.alive.nbytes for s in shards) / 2**20, 2),
         "df_mb": round(sum(deep_size(s.df) for s in shards) / 2**20, 2),
         "delta_mb": round(sum(deep_size(s.delta) + deep_size(s.postings) for s in shards) / 2**20, 2),
         "total_mb": round(deep_size(lex) / 2**20, 2),

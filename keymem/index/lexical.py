@@ -67,6 +67,8 @@ from keymem.text.tokenize import TERMS_SEP, tokenize
 
 __all__ = ["LexicalIndex"]
 
+LOAD_CHUNK = 4096  # documents whose tokens are split and mapped at once by ``load``
+
 log = logging.getLogger(__name__)
 
 class _Vocab(dict[str, int]):
@@ -175,19 +177,21 @@ class LexicalIndex:
                 raise RuntimeError("LexicalIndex.load() fills an empty index")
             getitem = self._vocab.__getitem__
             chunks: dict[str, tuple[list[str], list[np.ndarray], list[np.ndarray]]] = {}
-            for ns, ids, terms in pages:
-                if not ids:
-                    continue
-                # tokens per document: separators + 1, and 0 for an empty one (map/filter: no Python loop)
-                lengths = np.fromiter(map(str.count, terms, repeat(TERMS_SEP)), dtype=np.int64, count=len(terms))
-                lengths += np.fromiter(map(bool, terms), dtype=bool, count=len(terms))
-                joined = TERMS_SEP.join(filter(None, terms))
-                tokens = joined.split(TERMS_SEP) if joined else []
+            for ns, ids, page_terms in pages:
                 acc = chunks.setdefault(ns, ([], [], []))
                 acc[0].extend(ids)
-                acc[1].append(np.fromiter(map(getitem, tokens), dtype=np.int32, count=len(tokens)))
-                acc[2].append(lengths)
-                del joined, tokens
+                # A few thousand documents at a time: their token strings are the only transient
+                # objects, and a whole page's (1.6M at 65k memories) would stay in the allocator.
+                for start in range(0, len(page_terms), LOAD_CHUNK):
+                    terms = page_terms[start:start + LOAD_CHUNK]
+                    # tokens per document: separators + 1, and 0 for an empty one (no Python loop)
+                    lengths = np.fromiter(map(str.count, terms, repeat(TERMS_SEP)), dtype=np.int64, count=len(terms))
+                    lengths += np.fromiter(map(bool, terms), dtype=bool, count=len(terms))
+                    joined = TERMS_SEP.join(filter(None, terms))
+                    tokens = joined.split(TERMS_SEP) if joined else []
+                    acc[1].append(np.fromiter(map(getitem, tokens), dtype=np.int32, count=len(tokens)))
+                    acc[2].append(lengths)
+                    del joined, tokens
             per_ns = {ns: (ids, np.concatenate(flats), np.concatenate(lens)) for ns, (ids, flats, lens) in chunks.items()}
             chunks.clear()
             for ns in sorted(per_ns):

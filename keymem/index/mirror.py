@@ -21,6 +21,7 @@ Slots of deleted memories and keys are left empty (not reused) until the next op
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from array import array
 from collections.abc import Iterable
@@ -41,6 +42,7 @@ NO_EXPIRY = np.inf
 # Refreshes of up to this many rows use one-id statements (primary-key lookups, ~0.5-3 ms per
 # memory at 100k); more use one UNWIND statement, which Kuzu plans as a scan (~40 ms at 100k).
 SINGLE_LOOKUPS = 8
+LINK_PAGE_KEYS = 8192  # keys whose links one page of the load reads
 HIT_CACHE = 65_536  # loaded ids remembered after a binary search (see _Ids)
 _TX_KEY = "mirror"
 
@@ -297,26 +299,21 @@ class GraphMirror:
         turned into the two CSR layouts with numpy (1M memories, 4.3M links: ~2 s).
         """
         with self.store.no_writes():  # one consistent picture: no commit (or its refresh) in between
-            mem: dict[str, list[Any]] = {}
-            offsets = array("q")
-            for lo, hi in self.store.offset_ranges("memory/offset_end"):
-                page = columns(self.store.query("mirror/memories_range", lo=lo, hi=hi))
-                offsets.extend(page.pop("offsets"))
-                for name, values in page.items():
-                    mem.setdefault(name, []).extend(values)
-                del page
+            mem, ns_code = self._read_memory_columns()
+            offsets = mem.get("offsets", np.zeros(0, dtype=np.int64))
             keys: dict[str, list[Any]] = {}
             for lo, hi in self.store.offset_ranges("key/offset_end"):
                 for name, values in columns(self.store.query("mirror/keys_range", lo=lo, hi=hi)).items():
                     keys.setdefault(name, []).extend(values)
             kid_of = {k: i for i, k in enumerate(keys.get("ids", ()))}
             # Slots in id order (see _Ids): the page columns are permuted, offsets mapped to slots.
-            ids = np.array([m.encode() for m in mem.get("ids", ())], dtype=np.bytes_)
+            ids = mem.get("ids", np.zeros(0, dtype="S1"))
             order = np.argsort(ids, kind="stable") if len(ids) else np.zeros(0, dtype=np.int64)
-            slot_of = np.full(max(offsets, default=-1) + 1, -1, dtype=np.int64)
-            slot_of[np.frombuffer(offsets, dtype=np.int64)[order]] = np.arange(len(order))
+            slot_of = np.full(int(offsets.max()) + 1 if len(offsets) else 0, -1, dtype=np.int64)
+            slot_of[offsets[order]] = np.arange(len(order))
             link_keys, link_mems, link_w = array("i"), array("q"), array("d")
-            for lo, hi in self.store.offset_ranges("key/offset_end"):
+            # Fewer keys a page than elsewhere: a page's links arrive as Python numbers (~0.5M a page at 1M)
+            for lo, hi in self.store.offset_ranges("key/offset_end", page=LINK_PAGE_KEYS):
                 for row in self.store.query("mirror/key_links_range", lo=lo, hi=hi):
                     link_keys.extend([kid_of[row["key"]]] * len(row["memories"]))
                     link_mems.extend(row["memories"])
@@ -333,32 +330,64 @@ class GraphMirror:
                 # here, so the mirror holds what every other read of the store sees.
                 log.warning("mirror: %d links to memories that no longer exist are ignored", int(dangling.sum()))
                 k_of, m_of, w = k_of[~dangling], m_of[~dangling], w[~dangling]
-            self._install(ids, order, mem, keys, kid_of, (k_of, m_of, w), rel)
+            self._install(order, mem, ns_code, keys, kid_of, (k_of, m_of, w), rel)
 
-    def _install(self, ids: np.ndarray, order: np.ndarray, mem: dict[str, list[Any]], keys: dict[str, list[Any]],
-                 kid_of: dict[str, int], links: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 rel: dict[str, list[Any]]) -> None:
+    def _read_memory_columns(self) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        """Every memory's columns as numpy arrays, in page order, and the namespace codes used.
+
+        Each page becomes arrays before the next is read: a whole table of Python floats and
+        strings (10M objects at 1M memories) would stay in the allocator after the load.
+        """
+        ns_code: dict[str, int] = {}
+        parts: dict[str, list[np.ndarray]] = {}
+        profile = self._profile_code
+        for lo, hi in self.store.offset_ranges("memory/offset_end"):
+            page = columns(self.store.query("mirror/memories_range", lo=lo, hi=hi))
+            n = len(page["ids"])
+            if not n:
+                continue
+            for name, arr in (
+                ("offsets", np.asarray(page["offsets"], dtype=np.int64)),
+                ("ids", np.array([m.encode() for m in page["ids"]], dtype=np.bytes_)),
+                ("ns", np.fromiter((ns_code.setdefault(x, len(ns_code)) for x in page["namespaces"]),
+                                   dtype=np.int32, count=n)),
+                ("active", np.asarray(page["active"], dtype=bool)),
+                ("expires", np.asarray(page["expires"], dtype=np.float64)),
+                ("depths", np.asarray(page["depths"], dtype=np.float64)),
+                ("confirmed", np.asarray(page["confirmed"], dtype=np.float64)),
+                ("created", np.asarray(page["created"], dtype=np.float64)),
+                ("profiles", np.fromiter((profile.get(p, 1) for p in page["profiles"]), dtype=np.int8, count=n)),
+                ("confirmations", np.asarray(page["confirmations"], dtype=np.int64)),
+            ):
+                parts.setdefault(name, []).append(arr)
+            del page
+        return {name: np.concatenate(arrs) for name, arrs in parts.items()}, ns_code
+
+    def _install(self, order: np.ndarray, mem: dict[str, np.ndarray], ns_code: dict[str, int],
+                 keys: dict[str, list[Any]], kid_of: dict[str, int],
+                 links: tuple[np.ndarray, np.ndarray, np.ndarray], rel: dict[str, list[Any]]) -> None:
         """Install what ``load`` read; memory columns are in page order, ``order`` sorts them by id."""
         k_of, m_of, w = links
         with self._lock:
-            n = len(ids)
+            n = len(order)
             self._reset(max(1024, int(n * 1.25)))
-            self._ids = _Ids(ids[order])
+            self._ns, self._ns_names = dict(ns_code), list(ns_code)  # codes in order of first sight
             if n:
-                self._m_ns[:n] = np.array([self._ns_code(s) for s in mem["namespaces"]], dtype=np.int32)[order]
-                self._m_active[:n] = np.array(mem["active"], dtype=bool)[order]
-                exp = np.asarray(mem["expires"], dtype=np.float64)[order]
+                self._ids = _Ids(mem["ids"][order])
+                self._m_ns[:n] = mem["ns"][order]
+                self._m_active[:n] = mem["active"][order]
+                exp = mem["expires"][order]
                 self._m_expires[:n] = np.where(exp < 0, NO_EXPIRY, exp)
-                self._m_depth[:n] = np.asarray(mem["depths"], dtype=np.float64)[order]
-                self._m_confirmed[:n] = np.asarray(mem["confirmed"], dtype=np.float64)[order]
-                self._m_created[:n] = np.asarray(mem["created"], dtype=np.float64)[order]
-                self._m_profile[:n] = np.array([self._profile_code.get(p, 1) for p in mem["profiles"]], dtype=np.int8)[order]
-                self._m_confirmations[:n] = np.asarray(mem["confirmations"], dtype=np.int64)[order]
+                self._m_depth[:n] = mem["depths"][order]
+                self._m_confirmed[:n] = mem["confirmed"][order]
+                self._m_created[:n] = mem["created"][order]
+                self._m_profile[:n] = mem["profiles"][order]
+                self._m_confirmations[:n] = mem["confirmations"][order]
             self._kids = list(keys.get("ids", ()))
             self._kid = kid_of
             self._k_ns = [self._ns_code(s) for s in keys.get("namespaces", ())]
             self._k_text = list(keys.get("texts", ()))
-            self._k_type = list(keys.get("types", ()))
+            self._k_type = [sys.intern(t) for t in keys.get("types", ())]  # a few distinct values
             self._kb = _csr(k_of, m_of, w, len(self._kids))
             self._mb = _csr(m_of, k_of, w, n)
             for a, b, rw in zip(rel.get("src", ()), rel.get("dst", ()), rel.get("weights", ()), strict=True):
@@ -469,11 +498,11 @@ class GraphMirror:
             self._kids.append(r["id"])
             self._k_ns.append(self._ns_code(r["namespace"]))
             self._k_text.append(r["text"])
-            self._k_type.append(r["key_type"])
+            self._k_type.append(sys.intern(r["key_type"]))
         else:
             self._k_ns[k] = self._ns_code(r["namespace"])
             self._k_text[k] = r["text"]
-            self._k_type[k] = r["key_type"]
+            self._k_type[k] = sys.intern(r["key_type"])
 
     def _remove_key(self, kid: str) -> None:
         k = self._kid.pop(kid, None)

@@ -361,7 +361,7 @@ class Store:
                 return
             after = max(page["ids"])  # the page's last id, whatever order its collect kept
 
-    def offset_ranges(self, end: str, /) -> Iterator[tuple[int, int]]:
+    def offset_ranges(self, end: str, /, page: int = OFFSET_PAGE) -> Iterator[tuple[int, int]]:
         """``(lo, hi)`` node-offset ranges covering a table, for ``$lo``/``$hi`` page statements.
 
         ``end`` names the statement giving one past the table's highest node offset. A filter on
@@ -371,8 +371,8 @@ class Store:
         """
         rows = self.query(end)
         stop = int(rows[0]["stop"]) if rows else 0
-        for lo in range(0, stop, OFFSET_PAGE):
-            yield lo, lo + OFFSET_PAGE
+        for lo in range(0, stop, page):
+            yield lo, lo + page
 
     def stream(self, statement: str, /, **params: Any) -> Iterator[Row]:
         """Run a large read statement, yielding rows as they come (bounded Python memory)."""

@@ -32,6 +32,7 @@ INDEX_NAME = "keyvec_hnsw"
 
 GROWTH = 1.25  # a block's matrix grows by a quarter (doubling left up to half of it unused)
 HEADROOM = 1 / 16  # spare rows a block keeps after a load, for the writes that follow
+LOAD_PAGE_KEYS = 8192  # vectors per page of the cache load
 
 
 @dataclass
@@ -142,9 +143,11 @@ class KeyVectors:
                     conn.run("vectors/drop_index", {})
                 self.indexed = False
             self._blocks.clear()
-            # Streamed: 50k keys x 384 floats as Python lists would hold ~500 MB at once.
-            for row in self.store.stream("vectors/all"):
-                self._block(row["namespace"], growth=2.0).add(row["id"], np.asarray(row["vec"], dtype=np.float32))
+            # Streamed (50k keys x 384 floats as Python lists would hold ~500 MB at once) in pages
+            # (the result of one statement over every vector sits in the buffer pool).
+            for lo, hi in self.store.offset_ranges("vectors/offset_end", page=LOAD_PAGE_KEYS):
+                for row in self.store.stream("vectors/range", lo=lo, hi=hi):
+                    self._block(row["namespace"], growth=2.0).add(row["id"], np.asarray(row["vec"], dtype=np.float32))
             for block in self._blocks.values():
                 block.trim()
 
