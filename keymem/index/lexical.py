@@ -178,6 +178,8 @@ class LexicalIndex:
             getitem = self._vocab.__getitem__
             chunks: dict[str, tuple[list[str], list[np.ndarray], list[np.ndarray]]] = {}
             for ns, ids, page_terms in pages:
+                if not ids:
+                    continue
                 acc = chunks.setdefault(ns, ([], [], []))
                 acc[0].extend(ids)
                 # A few thousand documents at a time: their token strings are the only transient

@@ -36,7 +36,7 @@ def _rows(result: Any) -> list[Row]:
 
 
 KEEP_BACKUPS = 5
-LOAD_PAGE = 20_000  # rows per page of a paged whole-table read (see Store.paged)
+LOAD_PAGE = 20_000  # rows per page of an $after/$limit whole-table read (see Store.pages)
 OFFSET_PAGE = 65_536  # node offsets per page of an offset-range read (see Store.offset_pages)
 
 
@@ -333,20 +333,11 @@ class Store:
         with self._gate.shared():
             return self._conn().run(statement, params)
 
-    def paged(self, statement: str, /, **params: Any) -> dict[str, list[Any]]:
-        """All pages of a ``$after``/``$limit`` statement returning parallel lists led by ``ids``, joined.
-
-        One ``collect`` over a whole large table does not fit Kuzu's buffer pool (at 100k memories
-        it needs more than 64 MiB), so whole-table loads read ``LOAD_PAGE`` rows at a time.
-        """
-        out: dict[str, list[Any]] = {}
-        for page in self.pages(statement, **params):
-            for name, values in page.items():
-                out.setdefault(name, []).extend(values)
-        return out if out else _EmptyColumns()
-
     def pages(self, statement: str, /, **params: Any) -> Iterator[dict[str, list[Any]]]:
-        """The pages of a ``$after``/``$limit`` statement one at a time (see ``paged``).
+        """The pages of a ``$after``/``$limit`` statement returning parallel lists led by ``ids``.
+
+        One ``collect`` over a whole large table does not fit Kuzu's buffer pool, so such reads go a
+        page of ``LOAD_PAGE`` rows at a time (the open-time loads use ``offset_ranges`` instead).
 
         A caller that turns each page into compact structures before reading the next never holds
         the whole table as Python objects: at 100k memories, joining every page first left ~170 MB

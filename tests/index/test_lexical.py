@@ -505,7 +505,8 @@ def test_load_fills_mains_that_score_and_change_like_added_documents() -> None:
     given.insert(5, ("d7", TERMS_SEP.join(tokenize("storm storm lemon")), docs["d7"][1]))  # the last one counts
     # pages as the store gives them: a namespace, ids, joined terms
     pages = [(ns, [d for d, _, n in part if n == ns], [t for _, t, n in part if n == ns])
-             for part in (given[:100], given[100:101], [], given[101:]) for ns in ("a", "b")]
+             for part in (given[:100], given[100:101], [], given[101:]) for ns in ("a", "b", "c")]
+    assert ("c", [], []) in pages  # a namespace whose page holds nothing to load (its terms are missing)
     idx.load(pages)
     assert idx.stats()["delta"] == 0 and idx.stats()["main"] == len(docs) == len(idx)
     assert docs["d7"][1] == "a" and idx.stats("a")["masked"] == 1 and idx.stats("b")["masked"] == 0
