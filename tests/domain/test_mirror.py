@@ -230,3 +230,25 @@ def test_a_load_the_buffer_pool_cannot_hold_beside_another_runs_again_alone(grap
     monkeypatch.setattr(graph.mirror, "load", broken)
     with pytest.raises(RuntimeError, match="something else"):
         graph.reload_caches()
+
+
+def test_overlays_are_merged_back_into_the_arrays(graph: MemoryGraph, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows written after the open move from their overlays back into the CSR arrays, exactly."""
+    from keymem.index import mirror
+
+    monkeypatch.setattr(mirror, "COMPACT_MIN", 3)
+    monkeypatch.setattr(mirror, "COMPACT_RATIO", 0.0)
+    first = graph.remember(content="Ann rows a boat on the river", keys=["river", "boat", "Ann"],
+                           key_types=["concept", "concept", "name"]).memory_id
+    graph.remember_batch([{"content": f"note {i} on the river", "keys": ["river", f"stone {i}"]} for i in range(4)])
+    assert graph.mirror.compactions >= 1
+    assert_mirror_exact(graph)
+    graph.correct(memory_id=first, content="Ann rows a red boat on the river")  # a merged row changes
+    river = next(k for k, _ in graph.mirror.memory_keys(first) if graph.mirror.key(k)["text"] == "river")  # type: ignore[index]
+    graph.dismiss(memory_id=first, key_id=river)  # a weight in the merged arrays
+    graph.recall_direct(query="boat on the river")
+    assert_mirror_exact(graph)
+    before = graph.mirror.compactions
+    graph.remember_batch([{"content": f"later note {i}", "keys": ["boat", f"oar {i}"]} for i in range(4)])
+    assert graph.mirror.compactions > before and not graph.mirror._m_over
+    assert_mirror_exact(graph)
