@@ -23,11 +23,14 @@ main rows)``) and vanishes at each rebuild; a namespace below ``rebuild_min`` do
 a main and is scored exactly.  ``stats(namespace)["avgdl"]`` reports the value in use.
 
 When ``len(delta) + masked`` passes the threshold, the namespace is rebuilt: under the lock a
-snapshot of its live documents (term ids, no text) is taken; the expensive bm25s ``index()``
-runs outside the lock (in a background thread unless ``background=False``); the swap happens
-under the lock and keeps a snapshot row alive only if that exact document object is still the
-live version of its id.  Anything added, replaced or removed during the build therefore stays
-in the new delta / gets masked: no write is lost and every write is visible to the next search.
+snapshot of its live documents is taken (the main's live rows, the delta's document objects:
+term ids, no text); the score matrix is built outside the lock (in a background thread unless
+``background=False``); the swap happens under the lock and keeps a snapshot row alive only if
+its document is still where the snapshot took it from (the same main row, not masked since, or
+the very same delta object).  Anything added, replaced or removed during the build therefore
+stays in the new delta / gets masked: no write is lost and every write is visible to the next
+search.  A main holds its documents as arrays, not objects (see ``bm25._Main``); opening a
+store fills the mains directly (``load``).
 
 Scoring reads the bm25s CSC arrays (``scores["data"/"indices"/"indptr"]``) directly instead of
 calling ``retrieve(weight_mask=...)``: retrieve sums the precomputed scores and cannot apply
