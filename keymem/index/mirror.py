@@ -11,11 +11,14 @@ directly from the values the update statement returned.
 What is held (content is not: it is read from the store only for what is shown):
 
 * memories: namespace, active, expires_at, depth, last_confirmed_at, created_at,
-  decay profile, confirmation count, and the keys each is linked to;
-* keys: namespace, text, type, and per key two growable arrays (memory slots, weights);
+  decay profile, confirmation count (numpy columns by slot), and the keys each is linked to;
+* keys: namespace, text, type, and the memories each is linked to;
 * RELATED_TO edges, symmetric, with weights.
 
-Slots of deleted memories and keys are left empty (not reused) until the next open.
+Layout (sized for millions of memories): links are CSR arrays both ways, with rows a write
+changed in growable overlays until ``_compact`` merges them back; memory ids loaded at open are
+one sorted byte array (``_Ids``). Slots of deleted memories and keys are left empty (not
+reused) until the next open. Measurements: docs/design.md, "The graph mirror".
 """
 
 from __future__ import annotations
