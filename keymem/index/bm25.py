@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import bm25s
 import numpy as np
 
+from keymem.index import sorted_ids
 from keymem.text.tokenize import tokenize
 
 # bm25s sets its own logger to DEBUG at import, which makes every rebuild log "Building index"
@@ -134,19 +135,12 @@ class _Main:
     def rows(self) -> int:
         return len(self.keys)
 
-    def doc_id(self, row: int) -> str:
-        return self.keys[row].decode()  # type: ignore[no-any-return]
-
     def doc_ids(self, rows: np.ndarray) -> list[str]:
-        return [b.decode() for b in self.keys[rows].tolist()]
+        return sorted_ids.decode(self.keys, rows)
 
     def find(self, doc_id: str) -> int:
         """The last row holding ``doc_id``, or -1."""
-        key = doc_id.encode()
-        if not len(self.keys) or len(key) > self.keys.dtype.itemsize or b"\0" in key:
-            return -1
-        row = int(np.searchsorted(self.keys, key, side="right")) - 1
-        return row if row >= 0 and self.keys[row] == key else -1
+        return sorted_ids.find(self.keys, doc_id)
 
     def doc_terms(self, row: int) -> np.ndarray:
         return self.terms[int(self.starts[row]):int(self.starts[row + 1])]
@@ -268,18 +262,14 @@ def _build_main(snapshot: _Snapshot) -> _Main:
         parts.append(flat_main)
         lens.append(len_main)
     if snapshot.delta:
-        keys.append(_encode([doc_id for doc_id, _ in snapshot.delta]))
+        keys.append(sorted_ids.encode([doc_id for doc_id, _ in snapshot.delta]))
         parts.append(np.frombuffer(b"".join(d.terms for _, d in snapshot.delta), dtype=np.int32))
         lens.append(np.fromiter((len(d.terms) for _, d in snapshot.delta), dtype=np.int64, count=len(snapshot.delta)))
     flat = np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, np.int32)
     lengths = np.concatenate(lens) if lens else np.zeros(0, np.int64)
-    main = build_from_terms(np.concatenate(keys) if keys else _encode([]), flat, lengths)
+    main = build_from_terms(np.concatenate(keys) if keys else sorted_ids.encode([]), flat, lengths)
     main.origin = snapshot
     return main
-
-
-def _encode(ids: list[str]) -> np.ndarray:
-    return np.array([i.encode() for i in ids], dtype=np.bytes_) if ids else np.zeros(0, dtype="S1")
 
 
 def build_from_terms(keys: np.ndarray | list[str], flat: np.ndarray, lengths: np.ndarray) -> _Main:
@@ -288,7 +278,7 @@ def build_from_terms(keys: np.ndarray | list[str], flat: np.ndarray, lengths: np
     Rows are put in id order (stable: an id given twice keeps its order); ``source`` says which
     input document each row holds.
     """
-    keys = _encode(keys) if isinstance(keys, list) else keys
+    keys = sorted_ids.encode(keys) if isinstance(keys, list) else keys
     source = np.argsort(keys, kind="stable")
     if not np.array_equal(source, np.arange(len(keys))):
         keys = keys[source]

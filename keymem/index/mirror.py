@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from keymem.decay import DECAY_PROFILES, rank_factors
+from keymem.index import sorted_ids
 from keymem.store.db import columns
 
 if TYPE_CHECKING:
@@ -92,11 +93,8 @@ class _Ids:
         self._hits: dict[str, int] = {}
 
     def _base_slot(self, mid: str) -> int:
-        key = mid.encode()
-        if not len(self.base) or len(key) > self.base.dtype.itemsize or b"\0" in key:
-            return -1
-        i = int(np.searchsorted(self.base, key))
-        return i if i < len(self.base) and self.base[i] == key and not self.gone[i] else -1
+        i = sorted_ids.find(self.base, mid)
+        return i if i >= 0 and not self.gone[i] else -1
 
     def get(self, mid: str) -> int | None:
         m = self.new.get(mid)
@@ -143,7 +141,7 @@ class _Ids:
         """``id`` of many slots; loaded ones are read from the array in one step."""
         n = len(self.base)
         if slots.size and int(slots.max()) < n and not self.gone[slots].any():
-            return [b.decode() for b in self.base[slots].tolist()]
+            return sorted_ids.decode(self.base, slots)  # type: ignore[return-value]
         return [self.id(m) for m in slots.tolist()]
 
     def add(self, mid: str) -> int:
@@ -171,7 +169,7 @@ class _Ids:
         return len(self.base) + len(self.new_ids)
 
     def items(self) -> list[tuple[str, int]]:
-        out = [(bytes(k).decode(), i) for i, k in enumerate(self.base.tolist()) if not self.gone[i]]
+        out = [(k.decode(), i) for i, k in enumerate(self.base.tolist()) if not self.gone[i]]
         out.extend(self.new.items())
         return out
 
@@ -353,7 +351,7 @@ class GraphMirror:
                 continue
             for name, arr in (
                 ("offsets", np.asarray(page["offsets"], dtype=np.int64)),
-                ("ids", np.array([m.encode() for m in page["ids"]], dtype=np.bytes_)),
+                ("ids", sorted_ids.encode(page["ids"])),
                 ("ns", np.fromiter((ns_code.setdefault(x, len(ns_code)) for x in page["namespaces"]),
                                    dtype=np.int32, count=n)),
                 ("active", np.asarray(page["active"], dtype=bool)),
