@@ -128,8 +128,9 @@ class _Main:
     keys: np.ndarray  # row -> doc id as UTF-8 bytes (numpy "S"), ascending; an id given twice: adjacent rows
     terms: np.ndarray  # int32 global term ids of every row, in text order, duplicates kept
     starts: np.ndarray  # int64, rows + 1
-    source: np.ndarray  # row -> position in the documents it was built from (see ``build_from_terms``)
-    origin: _Snapshot | None = None  # until installed: the snapshot it was built from
+    # Until installed: the snapshot a rebuild built it from, and which snapshot document each row
+    # holds (``build_from_terms``'s ``source``); the swap reads them, then drops them.
+    origin: tuple[_Snapshot, np.ndarray] | None = None
 
     @property
     def rows(self) -> int:
@@ -229,11 +230,6 @@ def _stable_order(cols: np.ndarray) -> np.ndarray:
     return order[np.argsort((cols[order] >> 16).astype(np.uint16), kind="stable")]
 
 
-def _gather(old: _Main, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Term ids (flat) and lengths of some rows of ``old``."""
-    return _pick(old.terms, old.starts, rows)
-
-
 def _gather_flat(flat: np.ndarray, lengths: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     starts = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=starts[1:])
@@ -257,7 +253,7 @@ def _build_main(snapshot: _Snapshot) -> _Main:
     old, rows = snapshot.old, snapshot.main_rows
     keys, parts, lens = [], [], []
     if old is not None and len(rows):
-        flat_main, len_main = _gather(old, rows)
+        flat_main, len_main = _pick(old.terms, old.starts, rows)
         keys.append(old.keys[rows])
         parts.append(flat_main)
         lens.append(len_main)
@@ -267,16 +263,17 @@ def _build_main(snapshot: _Snapshot) -> _Main:
         lens.append(np.fromiter((len(d.terms) for _, d in snapshot.delta), dtype=np.int64, count=len(snapshot.delta)))
     flat = np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, np.int32)
     lengths = np.concatenate(lens) if lens else np.zeros(0, np.int64)
-    main = build_from_terms(np.concatenate(keys) if keys else sorted_ids.encode([]), flat, lengths)
-    main.origin = snapshot
+    main, source = build_from_terms(np.concatenate(keys) if keys else sorted_ids.encode([]), flat, lengths)
+    main.origin = (snapshot, source)
     return main
 
 
-def build_from_terms(keys: np.ndarray | list[str], flat: np.ndarray, lengths: np.ndarray) -> _Main:
-    """A main over documents given as ids and global term ids (``flat``, ``lengths`` per document).
+def build_from_terms(keys: np.ndarray | list[str], flat: np.ndarray,
+                     lengths: np.ndarray) -> tuple[_Main, np.ndarray]:
+    """A main over documents given as ids and global term ids (``flat``, ``lengths`` per document),
+    and ``source``: which input document each of its rows holds.
 
-    Rows are put in id order (stable: an id given twice keeps its order); ``source`` says which
-    input document each row holds.
+    Rows are put in id order (stable: an id given twice keeps its order).
     """
     keys = sorted_ids.encode(keys) if isinstance(keys, list) else keys
     source = np.argsort(keys, kind="stable")
@@ -288,8 +285,7 @@ def build_from_terms(keys: np.ndarray | list[str], flat: np.ndarray, lengths: np
     avgdl = float(lengths.mean()) if len(lengths) else 0.0
     if flat.size == 0:
         return _Main(data=np.zeros(0, np.float32), indices=np.zeros(0, np.int32), indptr=np.zeros(1, np.int64),
-                     col_of={}, idf_built=np.zeros(0), avgdl=avgdl, keys=keys, terms=flat, starts=starts,
-                     source=source)
+                     col_of={}, idf_built=np.zeros(0), avgdl=avgdl, keys=keys, terms=flat, starts=starts), source
     # Columns: the term ids present, in id order (a bincount over the dense ids, not a sort).
     present = np.bincount(flat) > 0
     uniq = np.flatnonzero(present)
@@ -301,5 +297,4 @@ def build_from_terms(keys: np.ndarray | list[str], flat: np.ndarray, lengths: np
     n = float(len(lengths))
     idf_built = np.log1p((n - df + 0.5) / (df + 0.5))
     return _Main(data=np.asarray(scores["data"]), indices=np.asarray(scores["indices"]), indptr=indptr,
-                 col_of=col_of, idf_built=idf_built, avgdl=avgdl, keys=keys, terms=flat, starts=starts,
-                 source=source)
+                 col_of=col_of, idf_built=idf_built, avgdl=avgdl, keys=keys, terms=flat, starts=starts), source

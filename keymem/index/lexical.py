@@ -200,8 +200,7 @@ class LexicalIndex:
             per_ns = {ns: (ids, np.concatenate(flats), np.concatenate(lens)) for ns, (ids, flats, lens) in chunks.items()}
             chunks.clear()
             for ns in sorted(per_ns):
-                main = build_from_terms(*per_ns.pop(ns))  # popped: each namespace's inputs freed once built
-                main.source = np.zeros(0, dtype=np.int64)  # only a rebuild's swap needs it
+                main, _ = build_from_terms(*per_ns.pop(ns))  # popped: each namespace's inputs freed once built
                 shard = self._shards[ns] = _Shard(name=ns, main=main, alive=np.ones(main.rows, dtype=bool),
                                                   df=main.df(), n=main.rows, total_len=int(main.terms.size))
                 # An id given twice: its last version (the later of the adjacent rows) counts.
@@ -427,9 +426,8 @@ class LexicalIndex:
         alive = np.zeros(0 if main is None else main.rows, dtype=bool)
         moved: set[str] = set()  # delta documents now held by the new main
         if main is not None and main.origin is not None:
-            origin, main.origin = main.origin, None
+            (origin, source), main.origin = main.origin, None
             n_old = len(origin.main_rows)
-            source = main.source
             from_old = source < n_old
             if n_old and shard.main is origin.old:
                 alive[from_old] = shard.alive[origin.main_rows[source[from_old]]]
@@ -447,8 +445,6 @@ class LexicalIndex:
             shard.unindexed = set()
             for doc_id, doc in shard.delta.items():
                 shard.post(doc_id, doc)
-        if main is not None:
-            main.source = np.zeros(0, dtype=np.int64)  # only the swap needs it
         live = int(alive.sum())
         shard.main = main if main is not None and live else None
         shard.alive = alive if shard.main is not None else np.zeros(0, dtype=bool)
