@@ -2,8 +2,11 @@
 
 * ``idf``, ``capped`` and ``relevance``: the Lucene BM25 variant's IDF, the ``content_relevance``
   an agent sees, and a collection-free score of one text;
-* ``_Main``: a namespace's frozen bm25s index with its term/document tables, built from a
-  snapshot of term ids by ``_build_main`` (a vectorised variant of bm25s's builder).
+* ``_Main``: a namespace's frozen index (bm25s's Lucene score matrix, CSC by term) with its
+  ids and term arrays, built by ``build_from_terms`` (from stored terms, at open) or
+  ``_build_main`` (from a rebuild's snapshot). Both compute the matrix with ``_score_csc``, the
+  arithmetic of ``_VectorizedBM25``, the bm25s builder hook that ``tests/index/test_lexical.py``
+  checks against bm25s's own builder.
 
 No state lives here: ``LexicalIndex`` owns the per-namespace shards and decides when to rebuild.
 """

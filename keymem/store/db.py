@@ -37,7 +37,7 @@ def _rows(result: Any) -> list[Row]:
 
 KEEP_BACKUPS = 5
 LOAD_PAGE = 20_000  # rows per page of an $after/$limit whole-table read (see Store.pages)
-OFFSET_PAGE = 65_536  # node offsets per page of an offset-range read (see Store.offset_pages)
+OFFSET_PAGE = 65_536  # node offsets per page of an offset-range read (see Store.offset_ranges)
 
 
 def columns(rows: list[Row]) -> dict[str, list[Any]]:
