@@ -115,16 +115,11 @@ class _Ids:
         """``get`` of many ids, the loaded ones found in one vectorised search."""
         out: list[int | None] = [self.new.get(m) for m in mids]
         todo = [i for i, m in enumerate(out) if m is None]
-        if not todo or not len(self.base):
+        if not todo:
             return out
-        width = self.base.dtype.itemsize
-        keys = [mids[i].encode() for i in todo]
-        fits = [len(k) <= width and b"\0" not in k for k in keys]
-        arr = np.array([k if ok else b"" for k, ok in zip(keys, fits, strict=True)], dtype=self.base.dtype)
-        pos = np.minimum(np.searchsorted(self.base, arr), len(self.base) - 1)
-        found = (self.base[pos] == arr) & ~self.gone[pos] & np.array(fits, dtype=bool)
-        for i, p, ok in zip(todo, pos.tolist(), found.tolist(), strict=True):
-            if ok:
+        pos = sorted_ids.find_many(self.base, [mids[i] for i in todo])
+        for i, p in zip(todo, pos.tolist(), strict=True):
+            if p >= 0 and not self.gone[p]:
                 out[i] = p
         return out
 

@@ -25,6 +25,18 @@ def find(keys: np.ndarray, doc_id: str) -> int:
     return i if i >= 0 and keys[i] == key else -1
 
 
+def find_many(keys: np.ndarray, ids: list[str]) -> np.ndarray:
+    """``find`` of many ids in one vectorised search (``keys`` holding each id at most once)."""
+    if not ids or not len(keys):
+        return np.full(len(ids), -1, dtype=np.int64)
+    width = keys.dtype.itemsize
+    raw = [i.encode() for i in ids]
+    fits = np.array([len(k) <= width and b"\0" not in k for k in raw], dtype=bool)
+    arr = np.array([k if ok else b"" for k, ok in zip(raw, fits.tolist(), strict=True)], dtype=keys.dtype)
+    pos = np.minimum(np.searchsorted(keys, arr), len(keys) - 1)
+    return np.where((keys[pos] == arr) & fits, pos, -1)
+
+
 def decode(keys: np.ndarray, rows: np.ndarray) -> list[str]:
     """The ids at ``rows``, as strings."""
     return [b.decode() for b in keys[rows].tolist()]
