@@ -23,6 +23,7 @@ import bm25s
 import numpy as np
 
 from keymem.index import sorted_ids
+from keymem.text.stem import stem
 from keymem.text.tokenize import tokenize
 
 # bm25s sets its own logger to DEBUG at import, which makes every rebuild log "Building index"
@@ -77,10 +78,10 @@ def relevance(query: str, text: str, *, term_idf: float = _REL_IDF, avgdl: float
     moderately rare term, so ``capped(relevance(...))`` reads like ``capped`` of a search score:
     one matched term in a 12-term text gives ~0.8 (capped ~0.44), three give ~2.4 (~0.7).
     """
-    q = set(tokenize(query))
+    q = set(map(stem, tokenize(query)))
     if not q:
         return 0.0
-    terms = tokenize(text)
+    terms = list(map(stem, tokenize(text)))
     if not terms:
         return 0.0
     tf = Counter(terms)

@@ -66,6 +66,7 @@ from keymem.index.bm25 import (
     idf,
 )
 from keymem.native import trim_heap
+from keymem.text.stem import stem
 from keymem.text.tokenize import TERMS_SEP, tokenize
 
 __all__ = ["LexicalIndex"]
@@ -75,11 +76,28 @@ LOAD_CHUNK = 4096  # documents whose tokens are split and mapped at once by ``lo
 log = logging.getLogger(__name__)
 
 class _Vocab(dict[str, int]):
-    """Term -> global term id; an unseen term gets the next id on first lookup."""
+    """Term -> global term id. Terms with one stem (keymem.text.stem) share an id; a term whose
+    stem is unseen gets the next id on first lookup. The dict caches term -> id, so each
+    distinct term is stemmed once."""
+
+    __slots__ = ("stems",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stems: dict[str, int] = {}
 
     def __missing__(self, term: str) -> int:
-        tid = self[term] = len(self)
+        s = stem(term)
+        tid = self.stems.get(s)
+        if tid is None:
+            tid = self.stems[s] = len(self.stems)
+        self[term] = tid
         return tid
+
+    def find(self, term: str) -> int | None:
+        """The id of ``term``'s stem if any document had it, without adding anything (queries)."""
+        tid = self.get(term)
+        return tid if tid is not None else self.stems.get(stem(term))
 
 
 @dataclass(slots=True, eq=False)
@@ -495,8 +513,7 @@ class LexicalIndex:
             vocab = self._vocab
             n = shard.n
             weights: dict[int, float] = {}
-            for t in tokens:
-                tid = vocab.get(t)
+            for tid in {vocab.find(t) for t in tokens}:
                 if tid is not None:
                     df = shard.df.get(tid, 0)
                     if df:
@@ -585,7 +602,7 @@ class LexicalIndex:
         out: dict[str, float] = {}
         with self._lock:
             vocab = self._vocab
-            tids = [tid for tid in (vocab.get(t) for t in tokens) if tid is not None]
+            tids = [tid for tid in {vocab.find(t) for t in tokens} if tid is not None]
             for doc_id in doc_ids:
                 found = self._find(doc_id)
                 if found is None:
@@ -646,7 +663,7 @@ class LexicalIndex:
                 "main_rows": sum(s.main.rows for s in shards if s.main),
                 "delta": sum(len(s.delta) for s in shards),
                 "masked": sum(s.masked for s in shards),
-                "vocab": len(self._vocab),
+                "vocab": len(self._vocab.stems),
                 "rebuilds": self._rebuilds,
                 "rebuild_failures": self._rebuild_failures,
                 "rebuilding": self._active > 0 or bool(self._queue),

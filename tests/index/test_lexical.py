@@ -80,9 +80,15 @@ from hypothesis import strategies as st
 
 from keymem.index.bm25 import K1, B, _VectorizedBM25, capped, relevance
 from keymem.index.lexical import LexicalIndex
+from keymem.text.stem import stem
 from keymem.text.tokenize import TERMS_SEP, tokenize
 
 EPS = 1e-4
+
+
+def index_terms(text: str) -> list[str]:
+    """The terms the index scores ``text`` by: the tokenizer's, each stemmed."""
+    return [stem(t) for t in tokenize(text)]
 
 # Words tokenize() leaves untouched (no stopwords, no plural endings).
 WORDS = ["apple", "mango", "paris", "river", "green", "cloud", "piano", "tiger", "lemon", "storm"]
@@ -90,7 +96,7 @@ WORDS = ["apple", "mango", "paris", "river", "green", "cloud", "piano", "tiger",
 
 def reference(docs: dict[str, tuple[str, str]], namespace: str, query: str, avgdl: float) -> dict[str, float]:
     """Brute-force BM25 (Lucene) over the live docs of one namespace."""
-    live = {d: tokenize(text) for d, (text, ns) in docs.items() if ns == namespace}
+    live = {d: index_terms(text) for d, (text, ns) in docs.items() if ns == namespace}
     n = len(live)
     df: Counter[str] = Counter()
     for toks in live.values():
@@ -99,7 +105,7 @@ def reference(docs: dict[str, tuple[str, str]], namespace: str, query: str, avgd
     for d, toks in live.items():
         tf = Counter(toks)
         s = 0.0
-        for t in set(tokenize(query)):
+        for t in set(index_terms(query)):
             if tf[t]:
                 w = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
                 s += w * tf[t] / (tf[t] + K1 * (1 - B + B * len(toks) / avgdl))
@@ -165,6 +171,19 @@ def test_korean_documents() -> None:
     idx.add("k3", "서울의 날씨는 맑다", "ko")
     assert idx.search("동건이 좋아하는 과일은?", 3, "ko")[0][0] == "k1"
     assert idx.search("지우가 싫어하는 것", 3, "ko")[0][0] == "k2"
+
+
+def test_word_forms_meet_through_their_stem() -> None:
+    idx = LexicalIndex(rebuild_min=2, background=False)
+    idx.add_many([("trip", "We camped by the lake and went hiking", "ns"), ("art", "She paints landscapes", "ns"),
+                  ("other", "A quiet evening at home", "ns")])
+    vocab = idx.stats()["vocab"]
+    assert [d for d, _ in idx.search("When did they go camping?", 5, "ns")] == ["trip"]
+    assert [d for d, _ in idx.search("painting", 5, "ns")] == ["art"]
+    assert idx.score_docs("hikes camp", ["trip"])["trip"] > idx.score_docs("hikes", ["trip"])["trip"] > 0
+    assert idx.stats()["vocab"] == vocab  # queries add no terms
+    idx.flush()  # the same through a main
+    assert [d for d, _ in idx.search("camping", 5, "ns")] == ["trip"]
 
 
 def test_namespace_isolation() -> None:
