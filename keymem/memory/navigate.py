@@ -28,7 +28,9 @@ from keymem.text.tokenize import literal_key, literal_tokens
 if TYPE_CHECKING:
     from keymem.memory.parts import Parts
 
-PREVIEW_CHARS = 160
+# A read_key preview shows a memory whole up to this length (two or three sentences): one more
+# line of preview costs ~25 tokens, the read_memory it saves ~430 (docs/BENCHMARKS.md, 1b).
+PREVIEW_CHARS = 320
 EXACT_LEXICAL = 2000
 FETCH_SINGLES = 24  # content of up to this many memories: one primary-key lookup each (~0.35 ms at 100k)
 LEXICAL_WINDOW = 1000

@@ -32,7 +32,9 @@ def words(text: str) -> int:
 
 
 LONG = ("Melanie: I finally finished the big painting of the sunrise over the lake, the one I started "
-        "in the spring, and I hung it in the hallway so everyone sees it first thing [8 May, 2023]")
+        "in the spring, and I hung it in the hallway so everyone sees it first thing when they come in. "
+        "The colours took weeks to get right, especially the orange of the clouds above the water, "
+        "and my kids helped me choose the frame [8 May, 2023]")
 
 
 @pytest.fixture
