@@ -67,8 +67,9 @@ another vocabulary word, i.e. a plural or third-person form now meets its base f
 ``browns``->``brown``, ``sevens``->``seven``), ~1.5%; the other 403 changed words map to a
 non-word both sides share harmlessly (``movies``->``movy``, ``james``->``jame``).  Memories are
 short (~20 words), so vocabulary mismatch between a question and the stored fact is the main
-lexical recall failure, and ~60 useful conflations per doubtful one is a good trade.  Porter /
-Snowball (PyStemmer) would also conflate ``-ing``/``-ed`` but is not a project dependency.
+lexical recall failure, and ~60 useful conflations per doubtful one is a good trade.  The BM25
+index goes further where terms meet it: keymem/text/stem.py maps each term to its Snowball
+stem (``-ing``/``-ed`` forms too); the terms returned here, and stored, are not stemmed.
 Literal name matching (:func:`literal_tokens`) does not strip plurals.
 
 Costs (2-core box, CPython 3.11, kiwipiepy 0.24.1; script in ``tests/text/test_tokenize.py``)
