@@ -49,7 +49,7 @@ BEAM = 20  # memories expanded further at each later hop
 RESTART = 0.5  # hop h keeps (1 - RESTART)**h of the activation it moves
 KEY_SIZE_DAMPING = 1.0  # a key of n memories passes (1/n)**this of what it received
 RELATED_SHARE = 1.0  # weight of a RELATED_TO edge against a shared key
-ASSOC_WEIGHT = 0.4  # association's share of the score, relative to the best direct score
+ASSOC_WEIGHT = 0.25  # association's share of the score, relative to the best direct score
 NAMED_BOOST = 0.3  # fused-score bonus for candidates linked to a hub key the query names
 KEY_WEIGHT = 0.3  # key-path share of the fused score (lexical = 1)
 PHRASES = 4  # query phrases embedded for key routing
