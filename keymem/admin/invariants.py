@@ -121,14 +121,21 @@ def check_invariants(graph: MemoryGraph, *, strict_expiry: bool = False) -> list
 
 
 def mirror_problems(graph: MemoryGraph) -> list[str]:
-    """The graph mirror recall reads must equal the store, row for row."""
+    """The graph mirror and alias index recall reads must equal the store, row for row."""
+    from keymem.index.aliases import AliasIndex
     from keymem.index.mirror import GraphMirror
 
     fresh = GraphMirror(graph.store, graph.settings)
+    fresh_aliases = AliasIndex(graph.store)
     with graph.store.no_writes():  # a write committing between the two reads would look like drift
         fresh.load()
+        fresh_aliases.load()
         held, truth = graph.mirror.snapshot(), fresh.snapshot()
+        held_aliases, true_aliases = graph.aliases.snapshot(), fresh_aliases.snapshot()
     problems = []
+    diff = sorted(k for k in held_aliases.keys() | true_aliases.keys() if held_aliases.get(k) != true_aliases.get(k))
+    if diff:
+        problems.append(f"the alias index differs from the store for {len(diff)} keys: {', '.join(diff[:5])}")
     for part in ("memories", "keys"):
         diff = sorted(k for k in held[part].keys() | truth[part].keys() if held[part].get(k) != truth[part].get(k))
         if diff:

@@ -396,6 +396,7 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
                        norm=anorm, learned=a["learned"], hits=a["hits"], created_at=a["created_at"],
                        last_hit_at=a["last_hit_at"])
                 tx.run("alias/link", alias_id=a["id"], key_id=k["id"])
+                graph.aliases.touch(tx, [k["id"]])
                 tx.run("key/name_create", id=anid, key_id=k["id"])
                 add_literal_name(tx, k["namespace"], a["text"], k["id"])
                 taken[anid] = k["id"]

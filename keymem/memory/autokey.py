@@ -24,6 +24,7 @@ from keymem.store.db import Tx
 from keymem.text.tokenize import normalize_text
 
 if TYPE_CHECKING:
+    from keymem.index.aliases import AliasIndex
     from keymem.settings import Settings
     from keymem.store.db import Store
     from keymem.store.vectors import KeyVectors
@@ -35,9 +36,9 @@ MAX_QUERY_CHARS = 80
 
 class Autokey:
     def __init__(self, settings: Callable[[], Settings], store: Store, vectors: KeyVectors,
-                 clock: Callable[[], float]) -> None:
+                 aliases: AliasIndex, clock: Callable[[], float]) -> None:
         self._settings = settings  # read at each use: the graph's settings can be replaced while open
-        self.store, self.vectors, self.now = store, vectors, clock
+        self.store, self.vectors, self.aliases, self.now = store, vectors, aliases, clock
         self._routes: OrderedDict[str, dict[str, tuple[str, np.ndarray, float]]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -102,6 +103,7 @@ class Autokey:
             tx.run("alias/create", id=alias_id, key_id=key_id, namespace=k["namespace"], text=query, norm=norm,
                    learned=True, now=now)
             tx.run("alias/link", alias_id=alias_id, key_id=key_id)
+            self.aliases.touch(tx, [key_id])
             tx.run("key/name_create", id=nid, key_id=key_id)
             add_literal_name(tx, k["namespace"], query, key_id)
             tx.run("alias/pending_delete", id=pid)
@@ -116,4 +118,5 @@ class Autokey:
                     tx.run("key/name_delete", id=name_id(r["namespace"], r["norm"]))
                     remove_literal_name(tx, r["namespace"], r["text"], r["key_id"])
                     tx.run("alias/delete", id=r["id"])
+                self.aliases.touch(tx, [r["key_id"] for r in rows])
         return len(rows)

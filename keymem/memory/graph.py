@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from keymem.errors import StoreError
+from keymem.index.aliases import AliasIndex
 from keymem.index.lexical import LexicalIndex
 from keymem.index.mirror import GraphMirror
 from keymem.index.neighbourhood import MirrorNeighbourhood, Neighbourhood
@@ -102,10 +103,11 @@ class MemoryGraph:
         self.lexical = LexicalIndex()
         self.korean_stamped = False  # set once the store's Korean fingerprint is this Kiwi's (_load_lexical, write)
         self.mirror = GraphMirror(store, settings)
+        self.aliases = AliasIndex(store)
         # The association walk reads the mirror: CypherNeighbourhood returns the same rows but costs
         # more at 10k and 100k memories (docs/design.md, "Association neighbourhood: Cypher vs mirror").
         self.neighbourhood: Neighbourhood = MirrorNeighbourhood(self.mirror)
-        self.autokey = Autokey(lambda: self.settings, store, self.vectors, clock)
+        self.autokey = Autokey(lambda: self.settings, store, self.vectors, self.aliases, clock)
         self.access = AccessLog(store)
         # mutating calls' results by request id (daemon retries)
         self.requests = RequestLog(store, clock, self.memory_json)
@@ -306,6 +308,7 @@ class MemoryGraph:
             side.start()
             try:
                 self.vectors.load()
+                self.aliases.load()
                 self._load_lexical()
             except Exception as exc:
                 if not pool_exhausted(exc):
@@ -322,6 +325,7 @@ class MemoryGraph:
                 log.warning("loading the key vectors and BM25 index again on their own: %s", lexical_failed)
                 self.lexical = LexicalIndex()
                 self.vectors.load()
+                self.aliases.load()
                 self._load_lexical()
         trim_heap()  # the loads' transient rows (hundreds of MB at 100k memories)
 

@@ -114,6 +114,7 @@ class KeyResolver:
                     norm=norm, learned=False, now=self.now,
                 )
                 self.tx.run("alias/link", alias_id=alias_id, key_id=merged.key_id)
+                self.graph.aliases.touch(self.tx, [merged.key_id])
                 self._pending[nid] = merged
                 return merged
         key_id = new_id("k")
@@ -187,9 +188,7 @@ def key_views(
         return []
     if counts is None:
         counts = {k: graph.mirror.memory_count(k, now) for k in ids}
-    aliases: dict[str, list[str]] = {}
-    for a in graph.store.query("key/aliases", ids=ids):
-        aliases.setdefault(a["key_id"], []).append(a["text"])
+    aliases = graph.aliases.of(ids)
     # the lexical index holds exactly the namespace's active memories (kept in step after each commit)
     total = int(graph.lexical.stats(namespace)["docs"])
     hub_min = graph.settings.key_hub_min_links

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
+    from keymem.index.aliases import AliasIndex
     from keymem.index.lexical import LexicalIndex
     from keymem.index.mirror import GraphMirror
     from keymem.index.neighbourhood import Neighbourhood
@@ -32,6 +33,7 @@ class Parts(Protocol):
     store: Store  # Kuzu: every statement in cypher/, one writer at a time
     mirror: GraphMirror  # memory metadata, keys, LINKS weights and RELATED_TO, kept exact after each commit
     lexical: LexicalIndex  # BM25 over memories' terms
+    aliases: AliasIndex  # every key's alias texts, kept in step after each commit
     vectors: KeyVectors  # concept keys' embeddings
     neighbourhood: Neighbourhood  # what the association walk reads
     thresholds: ThresholdProfile  # the embedding model's key similarity thresholds

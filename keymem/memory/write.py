@@ -294,6 +294,7 @@ def _delete(graph: Parts, tx: Tx, memory_id: str) -> None:
 def delete_key(graph: Parts, tx: Tx, key_id: str, namespace: str) -> None:
     tx.run("key/name_delete_for_key", key_id=key_id)
     tx.run("alias/delete_for_key", key_id=key_id)
+    graph.aliases.touch(tx, [key_id])
     tx.run("alias/pending_cancel", key_id=key_id)
     rows = tx.run("key/get", id=key_id)
     if rows and rows[0]["k"]["key_type"] == "concept":

@@ -1,0 +1,2 @@
+// Every alias's key and text, oldest first: loads the in-memory alias index (index/aliases.py).
+MATCH (a:Alias) RETURN a.key_id AS key_id, a.text AS text ORDER BY a.created_at, a.id
