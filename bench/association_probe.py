@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     model_dir = _common.minilm_dir()
     emb = _common.embedder(model_dir, threads=1)
     from keymem.memory.associative import query_phrases
-    from keymem.memory.recall import route_keys
+    from keymem.memory.recall import named_keys, route_keys
 
     out: list[dict[str, Any]] = []
     for path in locomo.select_files(args.data, args.only, None):
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
                 r0 = [h.memory_id for h in g.recall_direct(query=q, top_k=100, hops=0, reinforce=False, rerank=False).results]
                 r2 = [h.memory_id for h in g.recall_direct(query=q, top_k=100, hops=2, reinforce=False, rerank=False).results]
                 vecs = g.embed([q, *query_phrases(q)])
-                routed = route_keys(g, q, vecs[0], "default", 10)
+                routed = route_keys(g, vecs[0], named_keys(g, q, "default"), "default", 10)
                 for v in vecs[1:]:
                     for k, c in g.vectors.search(v, "default", 5, min_score=g.thresholds.key_recall):
                         routed.setdefault(k, (c, "key_cosine"))

@@ -318,13 +318,17 @@ class GraphMirror:
                     link_w.extend(row["weights"])
             rel = columns(self.store.query("mirror/related_all"))
             k_of = np.frombuffer(link_keys, dtype=np.int32)
-            m_of = slot_of[np.frombuffer(link_mems, dtype=np.int64)]
+            link_offsets = np.frombuffer(link_mems, dtype=np.int64)
+            m_of = np.full(len(link_offsets), -1, dtype=np.int64)
+            known = link_offsets < len(slot_of)  # past the last memory read: a dangling link (below)
+            m_of[known] = slot_of[link_offsets[known]]
             w = np.frombuffer(link_w, dtype=np.float64)
             dangling = m_of < 0
             if dangling.any():
                 # After a crash, Kuzu 0.11.3's log replay can leave LINKS edges whose target memory
-                # does not exist; only a statement that reads no property of the memory returns
-                # them (every other read skips them), and deleted offsets are not reused. Skipped
+                # does not exist (its offset can lie past every memory the scan returned); only a
+                # statement that reads no property of the memory returns them (every other read
+                # skips them), and deleted offsets are not reused. Skipped
                 # here, so the mirror holds what every other read of the store sees.
                 log.warning("mirror: %d links to memories that no longer exist are ignored", int(dangling.sum()))
                 k_of, m_of, w = k_of[~dangling], m_of[~dangling], w[~dangling]

@@ -27,7 +27,7 @@ from keymem.index.bm25 import capped
 from keymem.memory.calls import DirectRequest, InjectRequest
 from keymem.memory.evidence import Candidate, select_evidence
 from keymem.memory.navigate import contents
-from keymem.memory.recall import LITERAL, route_keys
+from keymem.memory.recall import LITERAL, named_keys, route_keys
 from keymem.memory.validity import validity
 from keymem.memory.views import DirectHit, DirectResult, InjectResult
 from keymem.memory.write import LINK_INIT, LINK_MAX, LINK_MIN
@@ -265,9 +265,11 @@ def recall_direct(graph: Parts, request: DirectRequest, *, reinforce: bool = Tru
     now = graph.now()
 
     phrases = query_phrases(query)
-    vecs = graph.embed([query, *phrases])
+    pending = graph.embed_soon([query, *phrases])  # beside the name lookups (ONNX leaves the GIL)
+    literal = named_keys(graph, query, ns)
+    vecs = pending.result()
     qvec = vecs[0]
-    routed = route_keys(graph, query, qvec, ns, ROUTE_KEYS)
+    routed = route_keys(graph, qvec, literal, ns, ROUTE_KEYS)
     _route_phrases(graph, routed, vecs[1:], ns)
     fan = _fans(graph, routed)
     # A named hub ("When did Melanie ...?" where Melanie said half of everything): BM25 would

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -107,6 +108,8 @@ class MemoryGraph:
         # The association walk reads the mirror: CypherNeighbourhood returns the same rows but costs
         # more at 10k and 100k memories (docs/design.md, "Association neighbourhood: Cypher vs mirror").
         self.neighbourhood: Neighbourhood = MirrorNeighbourhood(self.mirror)
+        self._embed_pool: ThreadPoolExecutor | None = None  # embed_soon's threads, started on first use
+        self._embed_pool_lock = threading.Lock()
         self.autokey = Autokey(lambda: self.settings, store, self.vectors, self.aliases, clock)
         self.access = AccessLog(store)
         # mutating calls' results by request id (daemon retries)
@@ -341,6 +344,14 @@ class MemoryGraph:
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.embedder.embed(texts, kind="query")
 
+    def embed_soon(self, texts: list[str]) -> Future[np.ndarray]:
+        """``embed`` on a worker thread, for a caller with store or index work to do meanwhile."""
+        if self._embed_pool is None:
+            with self._embed_pool_lock:
+                if self._embed_pool is None:
+                    self._embed_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keymem-embed")
+        return self._embed_pool.submit(self.embed, texts)
+
     def reranker(self) -> Reranker | None:
         """The cross-encoder, loaded on first use; None (with one warning) if it cannot load."""
         if not self._reranker_loaded:
@@ -430,6 +441,8 @@ class MemoryGraph:
                 self.access.flush()  # a clean stop keeps every access the agent was shown
         except Exception as exc:
             log.warning("writing the pending accesses at close failed: %s", exc)
+        if self._embed_pool is not None:
+            self._embed_pool.shutdown(wait=True)
         self.store.close()
 
 

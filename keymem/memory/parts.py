@@ -9,6 +9,7 @@ operation sees here every piece it can reach.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class Parts(Protocol):
     now: Callable[[], float]  # wall-clock seconds (tests move it)
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed_soon(self, texts: list[str]) -> Future[np.ndarray]: ...  # embed on a worker thread
 
     def reranker(self) -> Reranker | None: ...
 

@@ -46,15 +46,22 @@ BIG_KEY_HITS = 100  # ... (this many) ...
 STRONGEST_LINKS = 20  # ... or, when none is among them (routed by meaning alone), this many strongest links
 
 
-def route_keys(graph: Parts, query: str, qvec: np.ndarray, namespace: str, limit: int) -> dict[str, tuple[float, str]]:
-    """Key id -> (relevance, score kind): concept keys by cosine, names and aliases literally."""
+def named_keys(graph: Parts, query: str, namespace: str) -> list[str]:
+    """Keys the query names literally (names, aliases, any key text among its word n-grams)."""
+    literal = literal_tokens(query)
+    return [key["id"] for key in keys_by_names(graph, graph.store.query,
+                                               sorted(name_id(namespace, t) for t in literal)).values()]
+
+
+def route_keys(graph: Parts, qvec: np.ndarray, named: list[str], namespace: str,
+               limit: int) -> dict[str, tuple[float, str]]:
+    """Key id -> (relevance, score kind): concept keys by cosine, the ``named_keys`` literally."""
     found: dict[str, tuple[float, str]] = {}
     threshold = graph.thresholds.key_recall
     for key_id, cos in graph.vectors.search(qvec, namespace, max(limit * 3, 10), min_score=threshold):
         found[key_id] = (cos, COSINE)
-    literal = literal_tokens(query)
-    for key in keys_by_names(graph, graph.store.query, sorted(name_id(namespace, t) for t in literal)).values():
-        found[key["id"]] = (1.0, LITERAL)
+    for key_id in named:
+        found[key_id] = (1.0, LITERAL)
     return found
 
 
@@ -76,8 +83,13 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
     query, top_k, ns, context, explain = (request.query, request.top_k, request.namespace, request.context,
                                           request.explain)
     now = graph.now()
-    qvec = graph.embed([query])[0]
-    scored = route_keys(graph, query, qvec, ns, top_k) or lexical_keys(graph, query, ns)
+    # The embedding runs on another thread (ONNX leaves the GIL) while the store looks the
+    # query's words up as names and BM25 ranks the memories for the preview.
+    pending = graph.embed_soon([query])
+    named = named_keys(graph, query, ns)
+    hits = graph.lexical.search(context or query, LEXICAL_WINDOW, ns)
+    qvec = pending.result()[0]
+    scored = route_keys(graph, qvec, named, ns, top_k) or lexical_keys(graph, query, ns)
     # Only the best-scored keys get a view (aliases are read from the store for each): twice
     # top_k, plus any tied with the last of them.
     ranked_scores = sorted((s for s, _ in scored.values()), reverse=True)
@@ -90,7 +102,7 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
     memory = None
     if views:
         graph.autokey.note_route(query, qvec, [v.key_id for v in views])
-        cands = Candidates(graph, views, context or query, ns, now)
+        cands = Candidates(graph, views, hits, now)
         chosen = choose_preview(graph, cands, context or query, now)
         views = order_keys(views, cands, chosen[0] if chosen else None)
         if chosen is not None:
@@ -116,8 +128,8 @@ class Candidates:
     depth x freshness) when none is among them.
     """
 
-    def __init__(self, graph: Parts, views: list[KeyView], text: str, namespace: str, now: float) -> None:
-        hits = graph.lexical.search(text, LEXICAL_WINDOW, namespace)
+    def __init__(self, graph: Parts, views: list[KeyView], hits: list[tuple[str, float]], now: float) -> None:
+        """``hits``: the namespace's top ``LEXICAL_WINDOW`` BM25 hits for the context (or query)."""
         self.lexical = dict(hits)
         self.offered: dict[str, list[str]] = {}  # key id -> the memories it offers
         evidence: dict[str, float] = {}
