@@ -132,12 +132,15 @@ def mirror_problems(graph: MemoryGraph) -> list[str]:
         fresh_aliases.load()
         held, truth = graph.mirror.snapshot(), fresh.snapshot()
         held_aliases, true_aliases = graph.aliases.snapshot(), fresh_aliases.snapshot()
+    def differing(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+        return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
     problems = []
-    diff = sorted(k for k in held_aliases.keys() | true_aliases.keys() if held_aliases.get(k) != true_aliases.get(k))
+    diff = differing(held_aliases, true_aliases)
     if diff:
         problems.append(f"the alias index differs from the store for {len(diff)} keys: {', '.join(diff[:5])}")
     for part in ("memories", "keys"):
-        diff = sorted(k for k in held[part].keys() | truth[part].keys() if held[part].get(k) != truth[part].get(k))
+        diff = differing(held[part], truth[part])
         if diff:
             problems.append(f"the graph mirror differs from the store for {len(diff)} {part}: {', '.join(diff[:5])}")
     if graph.mirror.failures:

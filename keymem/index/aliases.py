@@ -64,18 +64,16 @@ class AliasIndex:
                 else:
                     self._by_key.pop(k, None)
 
-    def of(self, key_ids: Iterable[str]) -> dict[str, list[str]]:
-        """Key id -> its alias texts, oldest first (keys without aliases are left out)."""
+    def _fresh(self) -> dict[str, tuple[str, ...]]:
         if self._stale:
             self.load()
-        by_key = self._by_key
+        return self._by_key
+
+    def of(self, key_ids: Iterable[str]) -> dict[str, list[str]]:
+        """Key id -> its alias texts, oldest first (keys without aliases are left out)."""
+        by_key = self._fresh()
         return {k: list(by_key[k]) for k in key_ids if k in by_key}
 
     def snapshot(self) -> dict[str, tuple[str, ...]]:
-        """Key id -> alias texts, as held (loading first if stale): for the invariant check."""
-        if self._stale:
-            self.load()
-        return dict(self._by_key)
-
-    def __len__(self) -> int:
-        return sum(len(v) for v in self._by_key.values())
+        """Key id -> alias texts, as held: for the invariant check."""
+        return dict(self._fresh())

@@ -90,8 +90,8 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
     hits = graph.lexical.search(context or query, LEXICAL_WINDOW, ns)
     qvec = pending.result()[0]
     scored = route_keys(graph, qvec, named, ns, top_k) or lexical_keys(graph, query, ns)
-    # Only the best-scored keys get a view (aliases are read from the store for each): twice
-    # top_k, plus any tied with the last of them.
+    # Only the best-scored keys get a view (counts, aliases, specificity): twice top_k, plus any
+    # tied with the last of them.
     ranked_scores = sorted((s for s, _ in scored.values()), reverse=True)
     cutoff = ranked_scores[min(len(ranked_scores), 2 * top_k) - 1] if ranked_scores else 0.0
     shortlist = [k for k, (s, _) in scored.items() if s >= cutoff]
