@@ -167,7 +167,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     mark("python")
     import bm25s  # noqa: F401
     import kiwipiepy  # noqa: F401
-    import kuzu  # noqa: F401
+    import ladybug  # noqa: F401
     import numpy  # noqa: F401
     import onnxruntime  # noqa: F401
     import tokenizers  # noqa: F401

@@ -256,7 +256,7 @@ def load_progress(root: Path, n: int, queries: int) -> dict[str, Any]:
             raise SystemExit(f"{path}: the store already holds {prog['written']} bench memories, more than --memories {n}")
         prog["target"] = n
         return prog
-    if (root / "data" / "keymem.kuzu").exists():
+    if (root / "data" / "keymem.lbug").exists():
         raise SystemExit(f"{root} holds a store without {PROGRESS}: not built by bench/scale.py; use an empty directory")
     return {"seed": SEED, "batch": BATCH, "target": n, "written": 0, "memories": 0, "build_seconds": 0.0,
             "sessions": [], "queries": queries}

@@ -169,7 +169,7 @@ class Settings:
 
     @property
     def db_path(self) -> Path:
-        return self.data_dir / "keymem.kuzu"
+        return self.data_dir / "keymem.lbug"
 
     @property
     def log_path(self) -> Path:

@@ -349,7 +349,7 @@ def import_(
 
 
 def snapshot(
-    directory: Annotated[Path, typer.Argument(help="Directory to write keymem.kuzu into", file_okay=False)],
+    directory: Annotated[Path, typer.Argument(help="Directory to write keymem.lbug into", file_okay=False)],
     force: Annotated[bool, typer.Option("--force", help="Replace an existing snapshot")] = False,
 ) -> None:
     """A consistent copy of the store that Kuzu Explorer (or any Kuzu 0.11.3) can open."""
@@ -360,7 +360,7 @@ def snapshot(
         out = target.call("snapshot", {"dest": str(directory), "force": force})
     typer.echo(f"snapshot written: {out['path']} ({human_bytes(out['bytes'])})")
     typer.echo(f"open it with: docker run --rm -p 8000:8000 -v {directory}:/database "
-               "-e KUZU_FILE=keymem.kuzu -e MODE=READ_ONLY kuzudb/explorer:0.11.3")
+               "-e KUZU_FILE=keymem.lbug -e MODE=READ_ONLY kuzudb/explorer:0.11.3")
 
 
 # -- viz -----------------------------------------------------------------------------------------

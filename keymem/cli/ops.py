@@ -25,7 +25,7 @@ from keymem.server.host import daemon_method
 from keymem.store import cypher
 
 MAX_ROWS = 10_000
-SNAPSHOT_FILE = "keymem.kuzu"
+SNAPSHOT_FILE = "keymem.lbug"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FIRST_WORD = re.compile(r"^\s*(?:(?://[^\n]*|/\*.*?\*/)\s*)*([A-Za-z_]+)", re.S)
 # Statements that write files or change the session, which a read-only transaction lets

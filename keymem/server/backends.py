@@ -58,7 +58,7 @@ WARM_AFTER_S = 3.0  # with the prompt hook: start the daemon once a session has 
 
 class Backend(Protocol):
     def start(self) -> None:
-        """Start-up work that needs no store: it must not spawn the daemon nor import kuzu/onnxruntime."""
+        """Start-up work that needs no store: it must not spawn the daemon nor import ladybug/onnxruntime."""
 
     def kick(self) -> None:
         """``initialize`` has been answered."""

@@ -1,9 +1,11 @@
-"""One Kuzu database per process, one writer at a time, prepared statements reused.
+"""One LadybugDB database per process, one writer at a time, prepared statements reused.
 
-Kuzu admits a single write transaction at a time (a second writer fails at once rather
-than waiting) and a single read-write process per file. :class:`Store` therefore owns
-the only ``kuzu.Database`` of the process, serialises writes behind a lock, and gives
-each thread its own connection with a cache of prepared statements.
+LadybugDB (the maintained continuation of Kuzu) admits a single write transaction at a time
+(a second writer fails at once rather than waiting) and a single read-write process per
+file. :class:`Store` therefore owns the only ``ladybug.Database`` of the process,
+serialises writes behind a lock, and gives each thread its own connection with a cache of
+prepared statements. ``Database.close()`` does nothing while a prepared statement is still
+referenced, so :meth:`Store.close` drops every cache first (else the lock and the WAL stay).
 """
 
 from __future__ import annotations
@@ -87,6 +89,12 @@ def _pool_cap_mb() -> int:
         return 16 * 1024
 
 
+def wal_damaged(exc: BaseException) -> bool:
+    """The engine refused a write-ahead log it could not fully read ("Checksum verification failed, ...")."""
+    low = str(exc).lower()
+    return "wal" in low and any(s in low for s in ("checksum", "corrupt", "replay"))
+
+
 def explain_open_error(path: Path, exc: Exception) -> str:
     """A message that says what happened and what the user can do."""
     text = str(exc)
@@ -109,15 +117,20 @@ class Connection:
     """A thread's connection with its prepared statements."""
 
     def __init__(self, db: Any) -> None:
-        import kuzu
+        import ladybug
 
-        self.conn = kuzu.Connection(db)
+        self.conn = ladybug.Connection(db)
         self._prepared: dict[str, Any] = {}
+
+    def close(self) -> None:
+        """Drop the prepared statements, then the connection: a live statement keeps the database open."""
+        self._prepared.clear()
+        self.conn.close()
 
     def run(self, name: str, params: dict[str, Any]) -> list[Row]:
         stmt = cypher.load(name)
         cypher.check_params(stmt, params)
-        if not stmt.params:  # nothing to bind; also how Kuzu runs CALLs it cannot prepare
+        if not stmt.params:  # nothing to bind; also how the engine runs CALLs it cannot prepare
             return _rows(self.conn.execute(stmt.text))
         if not stmt.prepare:
             return _rows(self.conn.execute(stmt.text, params))
@@ -137,7 +150,7 @@ class Connection:
         stmt = cypher.load(name)
         cypher.check_params(stmt, params)
         result = self.conn.execute(stmt.text, params) if stmt.params else self.conn.execute(stmt.text)
-        if isinstance(result, list):  # one statement per file: Kuzu returns a list only for several
+        if isinstance(result, list):  # one statement per file: the engine returns a list only for several
             raise StoreError(f"{name} holds more than one statement")
         try:
             names = result.get_column_names()
@@ -202,6 +215,8 @@ class Store:
         # rel tables (the walk's, schema step 003) are re-derived then: Kuzu 0.11.3 replaying a torn
         # WAL tail was measured to keep a link whose key's count update was lost (tests/reliability/test_wal.py).
         self.replayed_wal = False
+        self.wal_copy: Path | None = None  # where _guard_wal kept the log before a replay
+        self.wal_tail_dropped: str | None = None  # set when a torn WAL tail was dropped at open
         if not read_only:
             self._guard_wal()
         self.buffer_pool_mb = buffer_pool_mb  # the pool actually in use (see _open_database)
@@ -222,36 +237,41 @@ class Store:
         self._closed = False
 
     def _open_database(self, pool_mb: int, *, replay: bool) -> Any:
-        """Open Kuzu; a store whose write-ahead log does not fit the pool is opened with a larger one.
+        """Open the database; a store whose write-ahead log does not fit the pool is opened with a larger one.
 
-        Kuzu 0.11.3 keeps every committed update in buffer-pool memory until a checkpoint, and
-        replaying a WAL at open rebuilds all of it: a store saved with a full pool cannot open
+        The engine keeps committed updates in buffer-pool memory until a checkpoint, and
+        replaying a WAL at open rebuilds all of it: a store saved with a full pool may not open
         with the same pool ("Buffer manager exception"). The open is then retried with twice the
         pool (up to half the machine's memory) and logged; once open, the replayed log is
         checkpointed and the store reopened with the configured pool. It never refuses to start
         for lack of pool while memory remains.
-        """
-        import kuzu
 
+        A WAL whose tail is torn (full disk, power loss) fails its checksum. The store is then
+        opened replaying the valid prefix only (``throw_on_wal_replay_failure=False``); the log
+        as it was is already in ``backups/`` (see :meth:`_guard_wal`), and
+        :attr:`wal_tail_dropped` says so for ``keymem doctor`` and the first tool result.
+        """
         pool, cap = pool_mb, max(pool_mb, _pool_cap_mb())
+        strict = True
         while True:
             db = None
             try:
-                db = kuzu.Database(
-                    str(self.path), buffer_pool_size=pool * 1024 * 1024, read_only=self.read_only,
-                    auto_checkpoint=False,  # checkpoints run from the Store, under the gate (see _maybe_checkpoint)
-                )
+                db = self._database(pool, strict=strict)
                 if replay and not self.read_only:  # the replay holds its updates in the pool until checkpointed
-                    conn = kuzu.Connection(db)
-                    try:
-                        conn.execute("CHECKPOINT")
-                    finally:
-                        conn.close()
+                    self._checkpoint_fresh(db)
                 break
-            except Exception as exc:  # kuzu raises RuntimeError for lock/corruption/pool
+            except Exception as exc:  # the engine raises RuntimeError for lock/corruption/pool
                 if db is not None:
                     with contextlib.suppress(Exception):
                         db.close()
+                if strict and replay and not self.read_only and wal_damaged(exc):
+                    strict = False
+                    self.wal_tail_dropped = (
+                        f"the write-ahead log's tail was damaged ({exc}); the writes before the damage were "
+                        f"replayed and the unreadable rest dropped. The log as it was is kept in {self.wal_copy}."
+                    )
+                    log.error("%s", self.wal_tail_dropped)
+                    continue
                 if not pool_exhausted(exc) or pool >= cap:
                     raise StoreError(explain_open_error(self.path, exc)) from exc
                 bigger = min(cap, pool * 2)
@@ -263,18 +283,37 @@ class Store:
         if not self.read_only:  # checkpointed: the configured pool is enough again
             db.close()
             try:
-                db = kuzu.Database(str(self.path), buffer_pool_size=pool_mb * 1024 * 1024, auto_checkpoint=False)
+                db = self._database(pool_mb)
                 log.warning("the store %s needed a %d MiB buffer pool to replay its write-ahead log; it is "
                             "checkpointed and open with the configured %d MiB (KEYMEM_BUFFER_POOL_MB)",
                             self.path, pool, pool_mb)
                 return db
             except Exception as exc:
                 log.warning("reopening %s with %d MiB failed (%s); keeping %d MiB", self.path, pool_mb, exc, pool)
-                db = kuzu.Database(str(self.path), buffer_pool_size=pool * 1024 * 1024, auto_checkpoint=False)
+                db = self._database(pool)
         log.warning("the store %s is open with a %d MiB buffer pool instead of the configured %d MiB "
                     "(KEYMEM_BUFFER_POOL_MB)", self.path, pool, pool_mb)
         self.buffer_pool_mb = pool
         return db
+
+    def _database(self, pool_mb: int, *, strict: bool = True) -> Any:
+        import ladybug
+
+        return ladybug.Database(
+            str(self.path), buffer_pool_size=pool_mb * 1024 * 1024, read_only=self.read_only,
+            auto_checkpoint=False,  # checkpoints run from the Store, under the gate (see _maybe_checkpoint)
+            throw_on_wal_replay_failure=strict,
+        )
+
+    @staticmethod
+    def _checkpoint_fresh(db: Any) -> None:
+        import ladybug
+
+        conn = ladybug.Connection(db)
+        try:
+            conn.execute("CHECKPOINT")
+        finally:
+            conn.close()
 
     def _guard_wal(self) -> None:
         """Keep the evidence before Kuzu replays a write-ahead log.
@@ -305,6 +344,7 @@ class Store:
             ) from exc
         log.warning("replaying %s; the files as they were are kept in %s", wal.name, dest)
         self.replayed_wal = True
+        self.wal_copy = dest
         prune_backups(dest.parent, self.path.name)
 
     def _check(self) -> None:
@@ -585,8 +625,9 @@ class Store:
         with self._write_lock, self._conns_lock:
             for conn in self._all_conns:
                 with contextlib.suppress(Exception):
-                    conn.conn.close()
+                    conn.close()
             self._all_conns.clear()
+            self._local = threading.local()
             if self._failed:  # Kuzu aborts the process when closing after an I/O failure
                 log.warning("leaving the failed store for the process exit to release")
                 return

@@ -1,14 +1,19 @@
-"""Key vectors: stored in Kuzu (``KeyVec``), searched exactly or through Kuzu's HNSW index.
+"""Key vectors: stored in the database (``KeyVec``), searched exactly or through its HNSW index.
 
 Which path runs when (measured on 2 cores, see docs/BENCHMARKS.md): an exact numpy scan
-over a per-namespace cached matrix costs ~0.2 ms at 10k keys and ~8 ms at 100k, while
-Kuzu's HNSW top-10 costs ~6 ms / ~25 ms with recall ~0.5 at default settings, and building
+over a per-namespace cached matrix costs ~0.2 ms at 10k keys and ~8 ms at 100k, while the
+engine's HNSW top-10 costs ~6 ms / ~25 ms with recall ~0.5 at default settings, and building
 the index costs minutes at 100k. So the exact scan serves every store below
 ``KEYMEM_VECTOR_INDEX_MIN_KEYS`` keys (default 200k); at or above it the HNSW index is
 built once and searched with namespace filtering and oversampling, and the cache is
 dropped to save memory.
 
-Kuzu 0.11 quirks handled here: an indexed vector cannot be ``SET`` (vectors are only
+The HNSW index lives in LadybugDB's VECTOR extension, which is not bundled with the
+engine: it is downloaded once (``keymem extensions download``) into the user's extension
+directory. Without it the exact scan serves every size (:func:`vector_extension` says which
+path runs; ``keymem doctor`` shows it), so keymem never needs the network.
+
+Engine quirks handled here: an indexed vector cannot be ``SET`` (vectors are only
 inserted and deleted), CREATE_VECTOR_INDEX runs only outside explicit transactions, and an
 indexed table must never become empty (a sentinel row stays in the table).
 """
@@ -93,6 +98,15 @@ class _Block:
         return [(self.ids[i], float(scores[i])) for i in top if scores[i] >= min_score]
 
 
+def vector_extension(store: Store) -> str | None:
+    """Load LadybugDB's VECTOR extension if it is installed; None if it loads, else why not (one line)."""
+    try:
+        store.raw("LOAD EXTENSION VECTOR")
+        return None
+    except Exception as exc:  # not installed (offline), or built for another engine version
+        return str(exc).splitlines()[0]
+
+
 class KeyVectors:
     """The key-vector space of one store."""
 
@@ -104,6 +118,18 @@ class KeyVectors:
         self._blocks: dict[str, _Block] = {}
         self._count = 0
         self.indexed = False
+        self.extension_missing: str | None = None  # why the HNSW path is unavailable, once it was wanted
+
+    @property
+    def path(self) -> str:
+        """Which search path serves, in words (``keymem doctor``)."""
+        if self.indexed:
+            return "HNSW index (VECTOR extension)"
+        if self.extension_missing:
+            return (f"exact scan at {self._count} keys; the HNSW index is used from {self.index_min_keys} keys "
+                    f"but the VECTOR extension is not available ({self.extension_missing}); "
+                    "`keymem extensions download` installs it")
+        return f"exact scan ({self._count} keys; the HNSW index is used from {self.index_min_keys})"
 
     # -- lifecycle -----------------------------------------------------------------
     def create_table(self) -> None:
@@ -116,7 +142,7 @@ class KeyVectors:
 
     def drop_table(self) -> None:
         with self.store.exclusive() as conn:
-            if self._has_index(conn):
+            if self._has_index(conn) and vector_extension(self.store) is None:
                 conn.run("vectors/drop_index", {})
             for stmt in cypher.load_script("vectors/drop_table"):
                 conn.raw(stmt)
@@ -129,15 +155,25 @@ class KeyVectors:
         rows = self.store.query("vectors/indexes")
         return any(r["table_name"] == "KeyVec" and r["index_name"] == INDEX_NAME for r in rows)
 
+    def _index_usable(self) -> bool:
+        """Whether the HNSW path can serve: the VECTOR extension loads (else the exact scan serves)."""
+        self.extension_missing = vector_extension(self.store)
+        if self.extension_missing:
+            log.warning("the key vectors are searched by an exact scan: the VECTOR extension is not available "
+                        "(%s); `keymem extensions download` installs it", self.extension_missing)
+        return self.extension_missing is None
+
     def load(self) -> None:
         """Count the stored vectors and choose the search path; fill the cache for the exact path."""
         n = self.store.query("vectors/count")[0]["n"]
         with self._lock:
             self._count = n
             self.indexed = self._has_index()
-            if n >= self.index_min_keys:
+            usable = (n >= self.index_min_keys or self.indexed) and self._index_usable()
+            if n >= self.index_min_keys and usable:
                 self.ensure_index()
                 return
+            self.indexed = self.indexed and usable  # an index the engine cannot load is not searched
             if self.indexed:  # the store shrank below the crossover: the exact scan is faster again
                 with self.store.exclusive() as conn:
                     conn.run("vectors/drop_index", {})
@@ -194,7 +230,8 @@ class KeyVectors:
 
     def maybe_switch(self) -> None:
         """Move to the HNSW path once the store crosses the threshold (outside any transaction)."""
-        if not self.indexed and self._count >= self.index_min_keys:
+        if (not self.indexed and self._count >= self.index_min_keys and self.extension_missing is None
+                and self._index_usable()):
             self.ensure_index()
 
     # -- reads -----------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 from keymem.store import migrations
 from tests.cli.conftest import KEYMEM, cli_env, run_cli
 
-HEAVY = ("kuzu", "numpy", "onnxruntime", "tokenizers", "huggingface_hub", "bm25s", "kiwipiepy", "mcp")
+HEAVY = ("ladybug", "numpy", "onnxruntime", "tokenizers", "huggingface_hub", "bm25s", "kiwipiepy", "mcp")
 COMMANDS = [[], ["cypher"], ["stats"], ["doctor"], ["export"], ["import"], ["snapshot"], ["viz"],
             ["models"], ["models", "download"]]
 
@@ -119,15 +119,15 @@ def test_import_reports_the_bad_line_and_writes_nothing(store_env: dict[str, Any
 
 
 def test_snapshot_is_a_consistent_openable_copy(store_env: dict[str, Any], tmp_path: Path) -> None:
-    import kuzu
+    import ladybug
 
     dest = tmp_path / "snap"
     out = run_cli(["snapshot", str(dest)], store_env["env"])
     assert out.returncode == 0, out.stderr
     assert "kuzudb/explorer:0.11.3" in out.stdout
-    db = kuzu.Database(str(dest / "keymem.kuzu"), read_only=True)
+    db = ladybug.Database(str(dest / "keymem.lbug"), read_only=True)
     try:
-        conn = kuzu.Connection(db)
+        conn = ladybug.Connection(db)
         result = conn.execute("MATCH (m:Memory) RETURN count(m)")
         assert not isinstance(result, list) and result.get_all() == [[7]]
     finally:

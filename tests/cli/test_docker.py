@@ -58,7 +58,7 @@ def test_compose_file() -> None:
     assert keymem["build"]["dockerfile"] == "docker/Dockerfile"
     assert "keymem-data:/data" in keymem["volumes"]
     assert explorer["image"] == "kuzudb/explorer:0.11.3"
-    assert explorer["environment"] == {"KUZU_FILE": "keymem.kuzu", "MODE": "READ_ONLY"}
+    assert explorer["environment"] == {"KUZU_FILE": "keymem.lbug", "MODE": "READ_ONLY"}
     assert "snapshot:/database" in explorer["volumes"] and "snapshot:/snapshot" in keymem["volumes"]
     client = shutil.which("docker-compose")
     if client:

@@ -218,10 +218,10 @@ def test_migration_fills_the_copies(graph: MemoryGraph, clock: Clock, settings, 
 
 def test_kuzu_never_reuses_a_deleted_nodes_offset(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The IdBook (store/walk.py) keeps (offset, id) pairs of deleted nodes: Kuzu must not reuse offsets."""
-    import kuzu
+    import ladybug
 
-    db = kuzu.Database(str(tmp_path / "db"))
-    conn = kuzu.Connection(db)
+    db = ladybug.Database(str(tmp_path / "db"))
+    conn = ladybug.Connection(db)
     conn.execute("CREATE NODE TABLE T(id STRING PRIMARY KEY)")
 
     def pairs() -> dict[int, str]:
@@ -237,8 +237,8 @@ def test_kuzu_never_reuses_a_deleted_nodes_offset(tmp_path) -> None:  # type: ig
     conn.execute("MATCH (t:T) WHERE t.id STARTS WITH 'a' DELETE t")
     conn.execute("CHECKPOINT")
     db.close()
-    db = kuzu.Database(str(tmp_path / "db"))
-    conn = kuzu.Connection(db)
+    db = ladybug.Database(str(tmp_path / "db"))
+    conn = ladybug.Connection(db)
     conn.execute("BEGIN TRANSACTION")
     conn.execute("UNWIND range(0, 99) AS i CREATE (:T {id: 'r' + string(i)})")
     conn.execute("ROLLBACK")

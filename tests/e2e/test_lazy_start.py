@@ -57,7 +57,7 @@ def test_daemon_off_opens_nothing_before_the_first_call(km: Keymem) -> None:
     with bare_session({**km.env, "KEYMEM_DAEMON": "off"}) as (proc, _):
         time.sleep(0.5)
         started_nothing(km, proc.pid)
-        assert not (km.data_dir / "keymem.kuzu").exists()  # not opened (nor locked) by a health check
+        assert not (km.data_dir / "keymem.lbug").exists()  # not opened (nor locked) by a health check
 
 
 def test_with_the_hook_an_open_session_warms_the_daemon(km: Keymem) -> None:

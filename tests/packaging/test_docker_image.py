@@ -86,11 +86,11 @@ def test_image_runs_the_daemon_and_serves_an_mcp_client(image: str, minilm_dir: 
 
         out = docker("exec", name, "keymem", "snapshot", "/snapshot", "--force")
         assert "snapshot written" in out.stdout
-        import kuzu
+        import ladybug
 
-        db = kuzu.Database(str(snap / "keymem.kuzu"), read_only=True)
+        db = ladybug.Database(str(snap / "keymem.lbug"), read_only=True)
         try:
-            rows = kuzu.Connection(db).execute("MATCH (m:Memory) RETURN m.content").get_all()  # type: ignore[union-attr]
+            rows = ladybug.Connection(db).execute("MATCH (m:Memory) RETURN m.content").get_all()  # type: ignore[union-attr]
         finally:
             db.close()
         assert rows == [["the user likes strawberries"]]

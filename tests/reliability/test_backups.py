@@ -83,8 +83,8 @@ def test_reembed_on_model_change_backs_up_and_keeps_everything(settings: Any, mi
     # the backup is a whole, openable store with the old fingerprint
     restored = settings.data_dir.parent / "restored"
     restored.mkdir()
-    shutil.copyfile(backups[0], restored / "keymem.kuzu")
-    s = Store(restored / "keymem.kuzu", buffer_pool_mb=64, read_only=True)
+    shutil.copyfile(backups[0], restored / "keymem.lbug")
+    s = Store(restored / "keymem.lbug", buffer_pool_mb=64, read_only=True)
     try:
         assert s.query("meta/get", name="embedding_fingerprint")[0]["value"] == minilm_embedder.fingerprint
         assert s.query("admin/counts", now=time.time())[0]["memories"] == counts["memories"]
@@ -180,7 +180,7 @@ def test_snapshots_are_consistent_while_writes_continue(settings: Any, minilm_em
         for n in range(5):
             time.sleep(0.4)
             lo = len(acked)
-            dest = g.store.copy_to(tmp_path / f"snap{n}" / "keymem.kuzu")
+            dest = g.store.copy_to(tmp_path / f"snap{n}" / "keymem.lbug")
             snaps.append((dest, lo, len(acked)))
     finally:
         stop.set()
@@ -206,7 +206,7 @@ def test_snapshot_of_an_idle_store_opens_and_is_healthy(settings: Any, minilm_em
     try:
         _make_history(g)
         counts = g.counts()
-        dest = g.store.copy_to(tmp_path / "snap" / "keymem.kuzu")
+        dest = g.store.copy_to(tmp_path / "snap" / "keymem.lbug")
         g.remember(content="written after the snapshot", keys=["later"])
     finally:
         g.close()

@@ -121,7 +121,7 @@ def test_daemon_files_and_socket_are_private(daemon: Any) -> None:
         c.close()
     d = daemon.data_dir
     present = {p.name for p in d.iterdir()}
-    assert {"daemon.sock", "daemon.token", "keymem.kuzu"} <= present, present
+    assert {"daemon.sock", "daemon.token", "keymem.lbug"} <= present, present
     assert stat.S_ISSOCK((d / "daemon.sock").lstat().st_mode)
     assert _loose(d) == []
 

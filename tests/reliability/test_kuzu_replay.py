@@ -26,18 +26,18 @@ def test_replay_failure_keeps_every_file(km: Any, minilm_embedder: Any, tmp_path
     failures = 0
     for run in range(RUNS):
         for path in km.data_dir.iterdir() if km.data_dir.exists() else []:  # a new store per run
-            if path.is_file() and path.name.startswith("keymem.kuzu"):
+            if path.is_file() and path.name.startswith("keymem.lbug"):
                 path.unlink()
         failed = False
         try:
             daemon_kill_loop(km, minilm_embedder, kills=1, seed=205, tmp_path=tmp_path)
         except pytest.xfail.Exception:
             failures, failed = failures + 1, True
-            wal = km.data_dir / "keymem.kuzu.wal"
-            copies = sorted((km.data_dir / "backups").glob("keymem.kuzu.bak.*.pre-wal-replay"))
+            wal = km.data_dir / "keymem.lbug.wal"
+            copies = sorted((km.data_dir / "backups").glob("keymem.lbug.bak.*.pre-wal-replay"))
             assert copies, "no pre-replay copy was kept"
             assert (copies[-1] / wal.name).read_bytes() == wal.read_bytes(), "the live WAL was changed"
-            assert (copies[-1] / "keymem.kuzu").read_bytes() == (km.data_dir / "keymem.kuzu").read_bytes()
+            assert (copies[-1] / "keymem.lbug").read_bytes() == (km.data_dir / "keymem.lbug").read_bytes()
         km.stop_all()
         print(f"run {run}: {'Kuzu replay failure' if failed else 'ok'}")
     print(f"\nKuzu replay failures: {failures} of {RUNS} runs")

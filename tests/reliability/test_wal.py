@@ -1,4 +1,4 @@
-"""Kuzu 0.11 WAL failure modes: a stray or corrupt ``keymem.kuzu.wal`` beside the database.
+"""Kuzu 0.11 WAL failure modes: a stray or corrupt ``keymem.lbug.wal`` beside the database.
 
 The contract (issue 7): such an open either refuses with StoreError, leaving every file in
 place, with a message that says how to recover from the newest backup; or, if it proceeds,
@@ -69,13 +69,13 @@ def _killed_writer_with_wal(tmp_path: Path, settings: Any, minilm_dir: Path, ack
 
 
 def test_explain_open_error_messages(tmp_path: Path) -> None:
-    db = tmp_path / "keymem.kuzu"
+    db = tmp_path / "keymem.lbug"
     msg = explain_open_error(db, RuntimeError("IO exception: Could not set lock on file"))
     assert "another process" in msg and "keymem daemon --status" in msg
     msg = explain_open_error(db, RuntimeError("Cannot open file: Permission denied"))
     assert "permissions" in msg
     msg = explain_open_error(db, RuntimeError("Corrupted wal file"))
-    assert "left untouched" in msg and str(tmp_path / "backups") in msg and "keymem.kuzu*" in msg
+    assert "left untouched" in msg and str(tmp_path / "backups") in msg and "keymem.lbug*" in msg
 
 
 def test_second_process_gets_a_lock_error(tmp_path: Path, settings: Any, minilm_dir: Path) -> None:

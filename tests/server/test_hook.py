@@ -131,6 +131,6 @@ def test_namespace_for_cwd(cwd: str | None, expected: str | None) -> None:
 def test_hook_starts_fast_without_heavy_imports() -> None:
     code = ("import sys, io; sys.stdin = io.StringIO('{}'); from keymem.cli.main import run; sys.argv=['keymem','hook'];\n"
             "import keymem.server.hook as h; h.main();\n"
-            "bad=[m for m in ('mcp','kuzu','onnxruntime','numpy','keymem.memory.graph') if m in sys.modules]; print(bad)")
+            "bad=[m for m in ('mcp','ladybug','onnxruntime','numpy','keymem.memory.graph') if m in sys.modules]; print(bad)")
     out = subprocess.run([*SERVER_CMD[:1], "-c", code], capture_output=True, text=True, timeout=30)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

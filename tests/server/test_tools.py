@@ -165,7 +165,7 @@ def test_the_stdio_start_path_imports_nothing_heavy() -> None:
         "from keymem.server.tools import build_server\n"
         "import keymem.server.stdio, keymem.cli.main\n"
         "build_server(load_settings({}), DaemonBackend(load_settings({})))\n"
-        "print([m for m in ('kuzu', 'onnxruntime', 'numpy', 'tokenizers', 'kiwipiepy', 'bm25s',\n"
+        "print([m for m in ('ladybug', 'onnxruntime', 'numpy', 'tokenizers', 'kiwipiepy', 'bm25s',\n"
         "                   'keymem.memory.graph', 'keymem.store.db') if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
