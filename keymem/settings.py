@@ -90,7 +90,10 @@ VARS: dict[str, Var] = {
     "hook_scope_cwd": Var("KEYMEM_HOOK_SCOPE_CWD", "bool", "Hook recalls in a namespace named after the working directory"),
     "auto_migrate": Var("KEYMEM_AUTO_MIGRATE", "bool", "Re-embed keys when the embedding model changes"),
     "force_reembed": Var("KEYMEM_FORCE_REEMBED", "bool", "Re-embed every key once on start"),
-    "buffer_pool_mb": Var("KEYMEM_BUFFER_POOL_MB", "int", "Kuzu buffer pool size (MiB)", minimum=64),
+    "buffer_pool_mb": Var("KEYMEM_BUFFER_POOL_MB", "int", "LadybugDB buffer pool size (MiB)", minimum=64),
+    "extension_repo": Var(
+        "KEYMEM_EXTENSION_REPO", "opt_str", "Where `keymem extensions download` fetches LadybugDB extensions (unset = the engine's own server)"
+    ),
     "vector_index_min_keys": Var(
         "KEYMEM_VECTOR_INDEX_MIN_KEYS", "int", "Keys at which key search moves from exact numpy scan to HNSW", minimum=1
     ),
@@ -147,6 +150,7 @@ class Settings:
     auto_migrate: bool = True
     force_reembed: bool = False
     buffer_pool_mb: int = 256
+    extension_repo: str | None = None
     vector_index_min_keys: int = 200_000
     max_content_chars: int = 100_000
     max_keys: int = 32

@@ -1,7 +1,7 @@
 """The CLI's store commands: stats, doctor, models download, export, import, snapshot, viz.
 
 Each runs its graph-side part through the daemon when one answers, else on the store opened
-here (:class:`keymem.cli.common.Target`). Imports of kuzu, numpy and the models happen
+here (:class:`keymem.cli.common.Target`). Imports of the engine, numpy and the models happen
 inside the commands so that ``keymem --help`` stays fast.
 """
 
@@ -208,8 +208,15 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
     from keymem.errors import KeymemError
     from keymem.store import migrations
 
+    from keymem.store import engine
+
     problems: list[tuple[str, str]] = []
     path = settings.db_path
+    found = engine.pending(path)
+    if found is not None:
+        typer.echo(f"  {found[0]}: written by {found[1]}, this keymem runs {engine.current()}")
+        return [(f"the store {found[0]} needs moving to {engine.current()}",
+                 "run `keymem migrate` (or start keymem: the daemon moves it at its first open; a backup is kept)")]
     if not path.exists():
         typer.echo(f"  {path}: not created yet (created on first use)")
         return problems
@@ -246,6 +253,13 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
     if newer:
         problems.append((f"the store has schema steps this keymem does not know ({', '.join(newer)})",
                          "upgrade keymem (the store was written by a newer version)"))
+    from keymem.cli.engine_cmds import vector_status
+
+    loads, words = vector_status()
+    typer.echo("  engine: LadybugDB " + engine.ENGINE_VERSION + f"; VECTOR extension: {words}")
+    typer.echo("  key search: " + ("HNSW index from KEYMEM_VECTOR_INDEX_MIN_KEYS keys, exact scan below" if loads
+                                   else "exact scan at every size (`keymem extensions download` adds the HNSW index "
+                                        "for stores past KEYMEM_VECTOR_INDEX_MIN_KEYS keys)"))
     backups = sorted((path.parent / "backups").glob("*.bak.*"))
     if backups:
         typer.echo(f"  backups: {len(backups)}, newest {backups[-1].name}")

@@ -107,6 +107,8 @@ register("keymem.cli.commands:export")
 register("keymem.cli.commands:import_", "import")
 register("keymem.cli.commands:snapshot")
 register("keymem.cli.commands:viz")
+register("keymem.cli.engine_cmds:migrate")
+app.add_typer(importlib.import_module("keymem.cli.engine_cmds").extensions_app, name="extensions")
 
 
 def _serve() -> int:

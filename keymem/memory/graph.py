@@ -140,6 +140,9 @@ class MemoryGraph:
                 return build_reranker(settings, progress=progress)
 
             reranker = load if settings.rerank else None
+        from keymem.store import engine
+
+        engine.upgrade(settings.db_path)  # a store of another engine or storage version, once (with a backup)
         store = Store(settings.db_path, buffer_pool_mb=settings.buffer_pool_mb)
         try:
             migrations.migrate(store)

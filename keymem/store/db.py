@@ -209,6 +209,15 @@ class Store:
             if existing.is_file() and not read_only:
                 with contextlib.suppress(OSError):
                     os.chmod(existing, 0o600)
+        from keymem.store import engine
+
+        found = engine.pending(self.path)
+        if found is not None:
+            raise StoreError(
+                f"the keymem store {found[0]} was written by {found[1]}; this keymem runs {engine.current()}. "
+                "Run `keymem migrate` (the old files are kept in backups/), or start the daemon, which moves it "
+                "at its first open."
+            )
         wal = self.path.with_name(self.path.name + ".wal")
         replay = wal.is_file() and wal.stat().st_size > 0
         # A write-ahead log was replayed at open (an unclean stop). Derived counts that span node and

@@ -45,9 +45,23 @@ def migrate(store: Store) -> list[str]:
                 tx.raw(stmt)
             tx.run("schema/record", name=step, at=time.time())
         log.info("applied schema step %s", step)
+    _record_engine(store)
     # Step 003's data, filled in pages (too large for one transaction); resumes if interrupted, and
     # re-derived after a WAL replay (an unclean stop; see Store.replayed_wal).
     filled = walk.fill_walk_copies(store, force=store.replayed_wal and walk.copies_ready(store))
     if filled:
         log.info("filled the association walk's copies of %d links, memories and keys", filled)
     return todo
+
+
+def _record_engine(store: Store) -> None:
+    """The engine and storage version that write this store (a later upgrade knows what it moves from)."""
+    from keymem.store import engine
+
+    want = {"engine": f"{engine.ENGINE} {engine.ENGINE_VERSION}", "storage_version": str(engine.STORAGE_VERSION)}
+    have = {r["name"]: r["value"] for r in store.query("meta/all")}
+    if all(have.get(k) == v for k, v in want.items()):
+        return
+    with store.write() as tx:
+        for name, value in want.items():
+            tx.run("meta/set", name=name, value=value)
