@@ -366,15 +366,17 @@ def snapshot(
     directory: Annotated[Path, typer.Argument(help="Directory to write keymem.lbug into", file_okay=False)],
     force: Annotated[bool, typer.Option("--force", help="Replace an existing snapshot")] = False,
 ) -> None:
-    """A consistent copy of the store that Kuzu Explorer (or any Kuzu 0.11.3) can open."""
+    """A consistent copy of the store that LadybugDB Explorer (or any LadybugDB of the same storage version) can open."""
     settings = settings_or_exit()
     directory = directory.expanduser().absolute()
     directory.mkdir(parents=True, exist_ok=True)
     with Target(settings, need="store", write=True) as target:
         out = target.call("snapshot", {"dest": str(directory), "force": force})
     typer.echo(f"snapshot written: {out['path']} ({human_bytes(out['bytes'])})")
+    from keymem.store.engine import EXPLORER_IMAGE
+
     typer.echo(f"open it with: docker run --rm -p 8000:8000 -v {directory}:/database "
-               "-e KUZU_FILE=keymem.lbug -e MODE=READ_ONLY kuzudb/explorer:0.11.3")
+               f"-e LBUG_FILE=keymem.lbug -e MODE=READ_ONLY {EXPLORER_IMAGE}")
 
 
 # -- viz -----------------------------------------------------------------------------------------

@@ -90,9 +90,18 @@ def _pool_cap_mb() -> int:
 
 
 def wal_damaged(exc: BaseException) -> bool:
-    """The engine refused a write-ahead log it could not fully read ("Checksum verification failed, ...")."""
+    """An open that replayed a write-ahead log failed for a reason other than the lock or the pool.
+
+    A torn log fails its checksum ("Checksum verification failed, the WAL file is corrupted"); a
+    log whose tail is junk of the right checksum fails anywhere in the replay (measured: an
+    assertion in value.cpp, "a vector with ANY type"). Either way the valid prefix can be replayed.
+    """
     low = str(exc).lower()
-    return "wal" in low and any(s in low for s in ("checksum", "corrupt", "replay"))
+    return not pool_exhausted(exc) and "lock" not in low and "permission" not in low
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def explain_open_error(path: Path, exc: Exception) -> str:
@@ -276,8 +285,9 @@ class Store:
                 if strict and replay and not self.read_only and wal_damaged(exc):
                     strict = False
                     self.wal_tail_dropped = (
-                        f"the write-ahead log's tail was damaged ({exc}); the writes before the damage were "
-                        f"replayed and the unreadable rest dropped. The log as it was is kept in {self.wal_copy}."
+                        f"the write-ahead log could not be replayed whole ({first_line(exc)}); the writes before "
+                        f"the damage were replayed and the unreadable rest dropped. The log as it was is kept in "
+                        f"{self.wal_copy}."
                     )
                     log.error("%s", self.wal_tail_dropped)
                     continue

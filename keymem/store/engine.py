@@ -40,6 +40,7 @@ log = logging.getLogger("keymem.store")
 ENGINE = "ladybug"
 ENGINE_VERSION = "0.22.0"  # pyproject.toml pins it: storage versions differ between releases
 STORAGE_VERSION = 0x31  # the version byte LadybugDB 0.22.0 writes after "LBUG" (tests/store/test_engine.py)
+EXPLORER_IMAGE = "ghcr.io/ladybugdb/explorer:latest"  # LadybugDB's Explorer (reads the snapshot, LBUG_FILE)
 LEGACY_NAME = "keymem.kuzu"  # the store file of keymem 0.1 (Kuzu 0.11.3)
 KUZU_STORAGE_VERSION = 0x27  # what Kuzu 0.11.3 writes after "KUZU"
 

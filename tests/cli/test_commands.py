@@ -124,7 +124,7 @@ def test_snapshot_is_a_consistent_openable_copy(store_env: dict[str, Any], tmp_p
     dest = tmp_path / "snap"
     out = run_cli(["snapshot", str(dest)], store_env["env"])
     assert out.returncode == 0, out.stderr
-    assert "kuzudb/explorer:0.11.3" in out.stdout
+    assert "ghcr.io/ladybugdb/explorer:latest" in out.stdout and "LBUG_FILE=keymem.lbug" in out.stdout
     db = ladybug.Database(str(dest / "keymem.lbug"), read_only=True)
     try:
         conn = ladybug.Connection(db)

@@ -87,7 +87,7 @@ def test_unbound_parameters_are_refused_even_in_write_mode(graph: Any, populated
     assert graph.counts() == before
 
 
-def test_errors_carry_kuzu_message_and_position(graph: Any) -> None:
+def test_errors_carry_the_engine_message_and_position(graph: Any) -> None:
     with pytest.raises(InvalidInput, match=r"Parser exception.*offset"):
         ops.cypher_run(graph, {"query": "MATCH (k:Key RETURN k"})
 
@@ -166,11 +166,11 @@ def test_interactive_session_in_a_terminal(store_env: dict[str, Any]) -> None:
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
-    import kuzu
+    import ladybug
 
-    db = kuzu.Database(str(store_env["settings"].db_path), read_only=True)
+    db = ladybug.Database(str(store_env["settings"].db_path), read_only=True)
     try:
-        rows = kuzu.Connection(db).execute("MATCH (m:Meta) WHERE m.name = 'from_pty' RETURN m.value")
+        rows = ladybug.Connection(db).execute("MATCH (m:Meta) WHERE m.name = 'from_pty' RETURN m.value")
         assert not isinstance(rows, list) and rows.get_all() == [["yes"]]
     finally:
         db.close()

@@ -57,8 +57,8 @@ def test_compose_file() -> None:
     keymem, explorer = doc["services"]["keymem"], doc["services"]["explorer"]
     assert keymem["build"]["dockerfile"] == "docker/Dockerfile"
     assert "keymem-data:/data" in keymem["volumes"]
-    assert explorer["image"] == "kuzudb/explorer:0.11.3"
-    assert explorer["environment"] == {"KUZU_FILE": "keymem.lbug", "MODE": "READ_ONLY"}
+    assert explorer["image"] == "ghcr.io/ladybugdb/explorer:latest"
+    assert explorer["environment"] == {"LBUG_FILE": "keymem.lbug", "MODE": "READ_ONLY"}
     assert "snapshot:/database" in explorer["volumes"] and "snapshot:/snapshot" in keymem["volumes"]
     client = shutil.which("docker-compose")
     if client:

@@ -56,32 +56,6 @@ class Model:
             raise AssertionError(op)
 
 
-KUZU_REPLAY_BUG = "csr_node_group.cpp"  # Kuzu 0.11.3's replay assertion (docs/reliability.md, residual risks)
-
-
-def open_or_xfail(open_store: Any) -> Any:
-    """Open the store after a kill; Kuzu 0.11.3's known replay failure is reported as XFAIL.
-
-    Kuzu can fail to replay the write-ahead log of a killed writer with ``KU_UNREACHABLE`` in
-    csr_node_group.cpp: the same files fail on every open, the store never opens (measured and
-    reproduced in docs/reliability.md; nothing keymem writes differently avoided it). keymem's
-    own contract then is the StoreError naming the kept pre-replay copy, which is checked here;
-    every other failure of the open, and every lost or half-applied write, still fails the test.
-    """
-    import pytest
-
-    from keymem.errors import StoreError
-
-    try:
-        return open_store()
-    except StoreError as exc:
-        text = str(exc)
-        if "KU_UNREACHABLE" in text and KUZU_REPLAY_BUG in text:
-            assert "backups" in text and "files were left untouched" in text, text
-            pytest.xfail(f"Kuzu 0.11.3 could not replay the killed writer's WAL: {text[:300]}")
-        raise
-
-
 def memory(graph: Any, mid: str) -> dict[str, Any] | None:
     rows = graph.store.query("memory/get", id=mid)
     return rows[0]["m"] if rows else None

@@ -36,7 +36,6 @@ from tests.reliability.crashlib import (
     child_env,
     fold,
     kill,
-    open_or_xfail,
     python,
     resolve_pending,
     verify,
@@ -69,7 +68,7 @@ def crash_loop(tmp_path: Path, settings: Any, embedder: Any, minilm_dir: Path, k
             kill(proc)
         pending = fold(lines.drain(), model)
         try:
-            graph = open_or_xfail(lambda: open_graph(settings, embedder))
+            graph = open_graph(settings, embedder)
         except StoreError as exc:  # pragma: no cover - the failure this test exists to catch
             pytest.fail(f"the store does not open after kill {cycle + 1}: {exc}")
         try:
@@ -165,9 +164,9 @@ def daemon_kill_loop(km: Any, embedder: Any, kills: int, seed: int, tmp_path: Pa
         t.join(10)
         c.close()
         deadline = time.monotonic() + 30
-        while True:  # the killed daemon's Kuzu lock goes with the process
+        while True:  # the killed daemon's lock on the store goes with the process
             try:
-                graph = open_or_xfail(lambda: open_graph(km.settings(), embedder))
+                graph = open_graph(km.settings(), embedder)
                 break
             except StoreError:
                 if time.monotonic() > deadline:
