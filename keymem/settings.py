@@ -40,7 +40,7 @@ class Var:
 
 # field name -> variable. Order is the order shown by `keymem doctor` and the README table.
 VARS: dict[str, Var] = {
-    "data_dir": Var("KEYMEM_DATA_DIR", "path", "Where the Kuzu store, socket, logs and models live"),
+    "data_dir": Var("KEYMEM_DATA_DIR", "path", "Where the LadybugDB store, socket, logs and models live"),
     "embedding_backend": Var(
         "EMBEDDING_BACKEND", "opt_choice", "local or openai (default: openai when OPENAI_API_KEY is set, else local)",
         choices=("local", "openai"),

@@ -206,9 +206,7 @@ def _doctor_identity(settings: Any, profile: Any) -> list[tuple[str, str]]:
 
 def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str]]:
     from keymem.errors import KeymemError
-    from keymem.store import migrations
-
-    from keymem.store import engine
+    from keymem.store import engine, migrations
 
     problems: list[tuple[str, str]] = []
     path = settings.db_path
@@ -228,6 +226,8 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
             target.close()
         applied, available = data["schema"]["applied"], data["schema"]["available"]
         typer.echo(f"  {path}: opened by the daemon, {human_bytes(data['store']['bytes'])}")
+        if data["store"].get("wal_recovery"):
+            typer.echo(f"  last recovery: {data['store']['wal_recovery']}")
     else:
         from keymem.store.db import Store
 
@@ -239,8 +239,11 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
         try:
             try:
                 applied = migrations.applied(store)
+                recovery = store.query("meta/get", name="wal_recovery")
             except RuntimeError:
-                applied = []
+                applied, recovery = [], []
+            if recovery:
+                typer.echo(f"  last recovery: {recovery[0]['value']}")
             available = migrations.available()
             typer.echo(f"  {path}: opens cleanly, {human_bytes(store.size_bytes())} "
                        f"(buffer pool {store.buffer_pool_mb} MiB)")

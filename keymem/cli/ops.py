@@ -295,7 +295,8 @@ def stats(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
         "hubs": [{**h, "hub": int(h["n"]) >= hub_min} for h in top],
         "hub_min_links": hub_min,
         "namespaces": store.query("memory/namespaces", now=now),
-        "store": {"path": str(store.path), "bytes": store.size_bytes()},
+        "store": {"path": str(store.path), "bytes": store.size_bytes(), "engine": meta.get("engine"),
+                  "wal_recovery": meta.get("wal_recovery")},
         "model": {"stored_fingerprint": meta.get("embedding_fingerprint"), "dim": meta.get("embedding_dim"),
                   "loaded": getattr(embedder, "fingerprint", None)},
         "schema": {"applied": migrations.applied(store), "available": migrations.available()},
@@ -304,7 +305,7 @@ def stats(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def process_memory(store: Any) -> dict[str, Any]:
-    """The serving process's RSS now and at its peak, and Kuzu's buffer pool (used includes cache)."""
+    """The serving process's RSS now and at its peak, and the engine's buffer pool (used includes cache)."""
     from keymem.server.daemon import rss_kb
 
     rss = rss_kb()

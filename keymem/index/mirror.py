@@ -24,6 +24,7 @@ reused) until the next open. Measurements: docs/design.md, "The graph mirror".
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import threading
 from array import array
@@ -169,6 +170,9 @@ class _Ids:
         return out
 
 
+NAME_WORD = re.compile(r"[^\W\d_][\w'’.-]*")
+
+
 class GraphMirror:
     """Exact, thread-safe copy of the ranking-relevant part of the graph (see module docstring)."""
 
@@ -204,6 +208,7 @@ class GraphMirror:
         self._k_ns: list[int] = []
         self._k_text: list[str] = []
         self._k_type: list[str] = []
+        self._parts: dict[tuple[int, str], set[int]] | None = None  # see name_part_keys (built on first use)
         # Links, both ways. As loaded: two CSR layouts (by key: memory slots + weights; by memory:
         # key slots + weights), three flat arrays each instead of two small arrays per row (at 1M
         # memories the per-row arrays alone were ~300 MB). A row a write changes moves to a growable
@@ -531,10 +536,13 @@ class GraphMirror:
             self._k_ns.append(self._ns_code(r["namespace"]))
             self._k_text.append(r["text"])
             self._k_type.append(sys.intern(r["key_type"]))
+            if self._parts is not None:
+                self._add_parts(k)
         else:
             self._k_ns[k] = self._ns_code(r["namespace"])
             self._k_text[k] = r["text"]
             self._k_type[k] = sys.intern(r["key_type"])
+            self._parts = None  # rebuilt on next use (a key's text rarely changes)
 
     def _remove_key(self, kid: str) -> None:
         k = self._kid.pop(kid, None)
@@ -548,6 +556,7 @@ class GraphMirror:
                 del weights[pos]
         self._kids[k] = None
         self._k_over[k] = (array("i"), array("d"))
+        self._parts = None
 
     def _unlink(self, m: int) -> None:
         for k in self._m_links(m)[0].tolist():
@@ -630,6 +639,38 @@ class GraphMirror:
 
     def keys(self, key_ids: Iterable[str]) -> list[dict[str, Any]]:
         return [row for row in (self.key(k) for k in key_ids) if row is not None]
+
+    def name_part_keys(self, namespace: str, words: Iterable[str]) -> list[str]:
+        """Name and proper-noun keys of several words of which one of ``words`` is a capitalised word.
+
+        An agent stores "Dorian Achebe"; the user asks about "Dorian". Only capitalised words of
+        the key count ("Sable team" is found by "Sable", not by "team"), matched case-folded.
+        """
+        self._fresh()
+        with self._lock:
+            if self._parts is None:
+                self._parts = {}
+                for k in range(len(self._kids)):
+                    if self._kids[k] is not None:
+                        self._add_parts(k)
+            code = self._ns.get(namespace)
+            if code is None:
+                return []
+            found: set[int] = set()
+            for w in words:
+                found |= self._parts.get((code, w.casefold()), set())
+            return sorted(kid for k in found if (kid := self._kids[k]) is not None)
+
+    def _add_parts(self, k: int) -> None:
+        assert self._parts is not None
+        if self._k_type[k] == "concept":
+            return
+        words = NAME_WORD.findall(self._k_text[k])
+        if len(words) < 2:
+            return
+        for w in words:
+            if w[:1].isupper():
+                self._parts.setdefault((self._k_ns[k], w.casefold()), set()).add(k)
 
     def degree(self, key_id: str) -> int:
         """Links of a key, superseded and expired memories included (hub detection, IDF)."""

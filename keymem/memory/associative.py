@@ -44,12 +44,13 @@ HUB_FANOUT = 50
 REINFORCE_STEP = 0.05
 DECAY_FACTOR = 0.98
 # Association (see associate): values chosen by measurement on LoCoMo, docs/BENCHMARKS.md.
-SEED_MEMORIES = 5  # direct candidates that seed the walk
+SEED_MEMORIES = 5  # direct candidates that seed the walk ...
+SEED_FLOOR = 0.3  # ... when their score is at least this share of the best one's
 BEAM = 20  # memories expanded further at each later hop
 RESTART = 0.5  # hop h keeps (1 - RESTART)**h of the activation it moves
 KEY_SIZE_DAMPING = 1.0  # a key of n memories passes (1/n)**this of what it received
 RELATED_SHARE = 1.0  # weight of a RELATED_TO edge against a shared key
-ASSOC_WEIGHT = 0.25  # association's share of the score, relative to the best direct score
+ASSOC_WEIGHT = 1.0  # an association of 1 adds the best direct score (see associate for the scale)
 NAMED_BOOST = 0.3  # fused-score bonus for candidates linked to a hub key the query names
 KEY_WEIGHT = 0.3  # key-path share of the fused score (lexical = 1)
 PHRASES = 4  # query phrases embedded for key routing
@@ -179,91 +180,148 @@ def _key_path(graph: Parts, routed: dict[str, tuple[float, str]], namespace: str
 
 @dataclass
 class Association:
-    """What the walk found: mass per memory (the largest is 1), the hop that first reached it,
-    and the key that carried most of its mass there (none when a RELATED_TO edge did)."""
+    """What the walk found, per reached memory: its strength (the best seed is 1), the hop that
+    first reached it, the key that carried most of it there (none when a RELATED_TO edge did),
+    and the memory it came from (for the path shown to the agent, see :meth:`path`)."""
 
     mass: dict[str, float] = field(default_factory=dict)
     hop: dict[str, int] = field(default_factory=dict)
     via: dict[str, str] = field(default_factory=dict)
+    parent: dict[str, str] = field(default_factory=dict)
+    seeds: dict[str, float] = field(default_factory=dict)
+
+    def path(self, memory_id: str) -> list[str]:
+        """Key ids from a seed to ``memory_id`` (a RELATED_TO step adds none), first hop first."""
+        keys: list[str] = []
+        m, seen = memory_id, set()
+        while m in self.parent and m not in seen and m not in self.seeds:
+            seen.add(m)
+            if m in self.via:
+                keys.append(self.via[m])
+            m = self.parent[m]
+        return keys[::-1]
+
+
+def specificity(members: int) -> float:
+    """What a key of ``members`` visible memories passes from one of them to each other one."""
+    return (1.0 / max(1, members - 1)) ** KEY_SIZE_DAMPING
 
 
 def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: float) -> Association:
-    """Spreading activation (a personalised PageRank truncated at ``hops``) from the best direct hits.
+    """Spreading activation from the best direct hits, along specific shared keys.
 
-    Seeds: the best ``SEED_MEMORIES`` direct candidates, with mass in proportion to their score
-    (seeding the routed keys instead, HippoRAG-style, measured worse: docs/BENCHMARKS.md).
-    Each hop, a memory passes its activation to its walkable keys in proportion to link weight,
-    and a key of ``n`` visible memories passes ``(1/n)**KEY_SIZE_DAMPING`` of what it got, split
-    among its other memories by link weight (a specific key shared by two memories is a strong
-    association, a key of fifty almost none: with keys that are not chosen with care, as
-    suggested keys, the broad ones connect unrelated turns); RELATED_TO edges pass
-    ``RELATED_SHARE``. Hop ``h`` keeps ``(1 - RESTART)**h`` of what it moved (the restart).
-    The result is each reached memory's association mass, normalised so the largest is 1; a
-    memory does not count its own activation coming back to it.
+    Seeds: the best ``SEED_MEMORIES`` direct candidates, with activation in proportion to their
+    score (the best is 1; seeding the routed keys instead, HippoRAG-style, measured worse on
+    LoCoMo: docs/BENCHMARKS.md). Each hop, a memory passes its activation through each of its
+    walkable keys to the key's other visible memories: ``a x specificity(n) x link strengths x
+    (1 - RESTART)``, where a key of ``n`` memories passes ``1/(n-1)`` (a key two memories
+    share is a strong association, a key of fifty almost none), and RELATED_TO edges pass
+    ``RELATED_SHARE``. Shares add up within a hop (two shared keys associate more than one); a
+    memory keeps the strongest hop's sum. The strengths are absolute, so a memory one specific
+    key away from the best hit gets ``1 - RESTART`` of it and one two such keys away a quarter,
+    whatever else the walk reaches; only the ``BEAM`` strongest new memories walk on.
     """
     seeds = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))[:SEED_MEMORIES]
-    mass = sum(c.score for c in seeds)
     out = Association()
-    if mass <= 0:
+    if not seeds or seeds[0].score <= 0:
         return out
-    frontier = {c.memory_id: c.score / mass for c in seeds}
-    assoc: dict[str, float] = defaultdict(float)
-    expanded: set[str] = set()
+    top = seeds[0].score
+    seeds = [c for c in seeds if c.score >= SEED_FLOOR * top]
+    frontier = {c.memory_id: c.score / top for c in seeds}
+    out.seeds = dict(frontier)
+    expanded: set[str] = set(frontier)
+    keep = 1.0 - RESTART
     for hop in range(1, hops + 1):
         step = nb.step(list(frontier), now, HUB_FANOUT)
-        members = step.members
-        contrib: dict[str, dict[str, float]] = defaultdict(dict)  # key -> source memory -> activation
-        for mid, a in frontier.items():
-            edges = step.keys_of.get(mid, ())
-            wsum = sum(w for _, w in edges)
-            for k, w in edges:
-                contrib[k][mid] = contrib[k].get(mid, 0.0) + a * w / wsum
         reached: dict[str, float] = defaultdict(float)
-        best: dict[str, tuple[float, str]] = {}
-        for k in sorted(contrib):
-            mems = members.get(k)
-            if not mems:
-                continue
-            src = contrib.get(k, {})
-            total = sum(src.values())
-            damp = (1.0 / len(mems)) ** KEY_SIZE_DAMPING
-            wsum = sum(w for _, w in mems)
-            for m2, w in mems:
-                a = (total - src.get(m2, 0.0)) * damp  # not one's own activation coming back
-                if a > 0:
-                    share = a * w / wsum
-                    reached[m2] += share
-                    if share > best.get(m2, (0.0, ""))[0]:
-                        best[m2] = (share, k)
+        best: dict[str, tuple[float, str, str]] = {}  # memory -> (share, from memory, key or "")
         for mid, a in frontier.items():
-            edges = step.related.get(mid, ())
-            wsum = sum(w for _, w in edges)
-            for m2, w in edges:
-                reached[m2] += RELATED_SHARE * a * w / wsum
-        keep = (1.0 - RESTART) ** hop
-        for m2, a in reached.items():
-            assoc[m2] += keep * a
-            if m2 not in out.hop:
-                out.hop[m2] = hop
-                if m2 in best:
-                    out.via[m2] = best[m2][1]
+            for k, w in step.keys_of.get(mid, ()):
+                mems = step.members.get(k)
+                if not mems or len(mems) < 2:
+                    continue
+                base = a * keep * specificity(len(mems)) * _strength(w)
+                for m2, w2 in mems:
+                    if m2 == mid:
+                        continue
+                    share = base * _strength(w2)
+                    reached[m2] += share
+                    if share > best.get(m2, (0.0, "", ""))[0]:
+                        best[m2] = (share, mid, k)
+            for m2, w in step.related.get(mid, ()):
+                share = a * keep * RELATED_SHARE * _strength(w)
+                reached[m2] += share
+                if share > best.get(m2, (0.0, "", ""))[0]:
+                    best[m2] = (share, mid, "")
+        for m2, v in reached.items():
+            if v > out.mass.get(m2, 0.0):
+                out.mass[m2] = v
+                out.hop.setdefault(m2, hop)
+                if m2 in out.seeds:  # a direct hit is a path's root, never on another's path
+                    continue
+                _, parent, k = best[m2]
+                out.parent[m2] = parent
+                if k:
+                    out.via[m2] = k
+                else:
+                    out.via.pop(m2, None)
+        nxt = sorted(((v, m) for m, v in reached.items() if m not in expanded), key=lambda t: (-t[0], t[1]))
+        frontier = {m: v for v, m in nxt[:BEAM]}
         expanded.update(frontier)
-        nxt = sorted(((a, m) for m, a in reached.items() if m not in expanded), key=lambda t: (-t[0], t[1]))
-        frontier = {m: a for a, m in nxt[:BEAM]}
         if not frontier:
             break
-    top = max(assoc.values(), default=0.0)
-    if top > 0:
-        out.mass = {m: a / top for m, a in assoc.items()}
     return out
 
 
-def recall_direct(graph: Parts, request: DirectRequest, *, reinforce: bool = True) -> DirectResult:
-    query, top_k, ns = request.query, request.top_k, request.namespace
-    hops = graph.settings.recall_hops if request.hops is None else request.hops
-    use_rerank, explain = request.rerank, request.explain
-    now = graph.now()
+def _strength(weight: float) -> float:
+    """A link's weight as a share: a new link passes everything, a weakened one less (capped at 1)."""
+    return min(1.0, weight / LINK_INIT)
 
+
+@dataclass
+class Ranking:
+    """One query's fused ranking, computed once and read by every entry point.
+
+    ``recall`` (the tool), ``recall_direct`` and the prompt hook differ only in what they take
+    from it (``memory/deliver.py``). ``ranked`` is in fused order with fused scores (association
+    included); ``anchors`` are the keys the query names specifically (see :func:`anchor_keys`).
+    """
+
+    query: str
+    namespace: str
+    now: float
+    qvec: Any
+    routed: dict[str, tuple[float, str]]
+    fan: dict[str, int]
+    anchors: list[str]
+    ranked: list[Candidate]
+    association: Association
+    lexical: list[tuple[str, float]]
+    key_path: list[tuple[str, float]]
+    seen_links: list[tuple[str, str]]
+    texts: _Texts
+
+    def best_lexical(self) -> float:
+        """Capped BM25 of the best lexical hit (0..1)."""
+        return capped(self.lexical[0][1]) if self.lexical else 0.0
+
+
+def anchor_keys(graph: Parts, routed: dict[str, tuple[float, str]], fan: dict[str, int]) -> list[str]:
+    """Routed keys the query names specifically: a name or proper noun, or a key of several words,
+    matched literally, that is not a hub. A common word matched literally ("blue", "work") is
+    no anchor: prompts about nothing stored match such keys as often as real questions do."""
+    literal = [k for k, (_, kind) in routed.items() if kind == LITERAL and 0 < fan.get(k, 0) <= HUB_FANOUT]
+    out = []
+    for row in graph.mirror.keys(literal):
+        if row["key_type"] != "concept" or len(row["text"].split()) >= 2:
+            out.append(row["id"])
+    return sorted(out)
+
+
+def rank(graph: Parts, query: str, namespace: str, hops: int) -> Ranking:
+    """Lexical + key path fused, then association over ``hops`` (see the module docstring)."""
+    ns = namespace
+    now = graph.now()
     phrases = query_phrases(query)
     pending = graph.embed_soon([query, *phrases])  # beside the name lookups (ONNX leaves the GIL)
     literal = named_keys(graph, query, ns)
@@ -289,30 +347,41 @@ def recall_direct(graph: Parts, request: DirectRequest, *, reinforce: bool = Tru
             del cands[mid]
         else:
             cands[mid].score *= factors[mid]
+            cands[mid].direct = cands[mid].score
+    found = Association()
     if hops and cands:
         found = associate(graph.neighbourhood, cands, hops, now)
-        assoc = found.mass
-        scale = ASSOC_WEIGHT * max(c.score for c in cands.values())
-        new = [m for m in assoc if m not in cands]
+        scale = ASSOC_WEIGHT * max(c.score for c in cands.values())  # association of 1: this much
+        new = [m for m in found.mass if m not in cands]
         factors.update(graph.mirror.rank_factors(new, now))
-        for mid, a in assoc.items():
+        for mid, a in found.mass.items():
             c = cands.get(mid)
             if c is None:
                 if mid not in factors:
                     continue
-                via_key = found.via.get(mid)
-                c = cands[mid] = Candidate(mid, 0.0, hops=found.hop[mid], via_keys=[via_key] if via_key else [])
+                c = cands[mid] = Candidate(mid, 0.0, hops=found.hop[mid], via_keys=found.path(mid))
                 a *= factors[mid]
             c.score += scale * a
-
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))
-    for rank, c in enumerate(ranked, start=1):
-        c.score = 1.0 / (RRF_K + rank)  # the fused order, on the RRF scale (not a probability)
+    return Ranking(query=query, namespace=ns, now=now, qvec=qvec, routed=routed, fan=fan,
+                   anchors=anchor_keys(graph, routed, fan), ranked=ranked, association=found, lexical=lex,
+                   key_path=keyed, seen_links=seen_links, texts=_Texts(graph))
+
+
+def recall_direct(graph: Parts, request: DirectRequest, *, reinforce: bool = True,
+                  ranking: Ranking | None = None) -> DirectResult:
+    query, top_k, ns = request.query, request.top_k, request.namespace
+    hops = graph.settings.recall_hops if request.hops is None else request.hops
+    use_rerank, explain = request.rerank, request.explain
+    r = ranking or rank(graph, query, ns, hops)
+    now, text = r.now, r.texts
+    ranked = [Candidate(c.memory_id, c.score, c.hops, list(c.via_keys), c.lexical, c.direct) for c in r.ranked]
+    for pos, c in enumerate(ranked, start=1):
+        c.score = 1.0 / (RRF_K + pos)  # the fused order, on the RRF scale (not a probability)
     kind = "rrf_fused_rank"
     reranker = graph.reranker() if use_rerank else None
     rejected = False
     pool = ranked[: graph.settings.rerank_pool]
-    text = _Texts(graph)
     if reranker is not None and pool:
         pool = [c for c in pool if c.memory_id in text.get([c.memory_id for c in pool])]
         logits = reranker.score(query, [text[c.memory_id] for c in pool])
@@ -329,7 +398,7 @@ def recall_direct(graph: Parts, request: DirectRequest, *, reinforce: bool = Tru
     if not rejected and graph.settings.task_evidence_selection:
         picks = select_evidence(graph, query, ranked, picks, text.get, top_k)
     if reinforce and not rejected:
-        _hebbian(graph, ranked[:top_k], ranked[: graph.settings.rerank_pool], seen_links)
+        _hebbian(graph, ranked[:top_k], ranked[: graph.settings.rerank_pool], r.seen_links)
     shown = text.get([c.memory_id for c in picks])
     rows = graph.mirror.visible(shown, now)
     hits = [
@@ -343,8 +412,8 @@ def recall_direct(graph: Parts, request: DirectRequest, *, reinforce: bool = Tru
     ]
     info = None
     if explain:
-        info = {"lexical": len(lex), "routed_keys": len(routed), "key_path": len(keyed),
-                "candidates": len(cands), "reranked": reranker is not None, "namespace": ns}
+        info = {"lexical": len(r.lexical), "routed_keys": len(r.routed), "key_path": len(r.key_path),
+                "candidates": len(r.ranked), "reranked": reranker is not None, "namespace": ns}
     return DirectResult(results=hits, rejected=rejected, explain=info)
 
 
@@ -393,30 +462,14 @@ def _hebbian(graph: Parts, used: list[Candidate], explored: list[Candidate],
 
 
 def recall_inject(graph: Parts, request: InjectRequest) -> InjectResult:
-    """Memories for the prompt hook: only those above an absolute relevance floor."""
-    prompt, ns = request.prompt, request.namespace
+    """Memories for the prompt hook: nothing unless the prompt names something stored; then the
+    best direct hits and the strongest associations, each with its path (``memory/deliver.py``)."""
+    from keymem.memory.deliver import HOOK, deliver, inject_text
+
     limit = graph.settings.inject_max
-    res = recall_direct(graph, DirectRequest(query=prompt, namespace=ns, top_k=limit * 3), reinforce=False)
-    if res.rejected or not res.results:
-        return InjectResult(memory_ids=[], text="")
-    qvec = graph.embed([prompt])[0]
-    chosen = []
-    lex = graph.lexical.score_docs(prompt, [h.memory_id for h in res.results])
-    for h in res.results:
-        rel = capped(lex.get(h.memory_id, 0.0))
-        if h.score_kind == "cross_encoder_logit":
-            rel = max(rel, 1.0 / (1.0 + math.exp(-h.score)))
-        if h.via_keys:
-            kv = graph.vectors.get(h.via_keys)
-            if kv:
-                rel = max(rel, max(float(v @ qvec) for v in kv.values()))
-        if rel >= graph.settings.inject_min_relevance:
-            chosen.append(h)
-        if len(chosen) >= limit:
-            break
+    r = rank(graph, request.prompt, request.namespace, graph.settings.recall_hops)
+    found = deliver(graph, r, HOOK)
+    chosen = found.memories[: max(limit, 1) + HOOK.max_associated]
     if not chosen:
         return InjectResult(memory_ids=[], text="")
-    lines = ["Possibly relevant memories from keymem (verify before relying on aging or stale ones):"]
-    for h in chosen:
-        lines.append(f"- [{h.memory_id}] ({h.validity.status}) {' '.join(h.content.split())}")
-    return InjectResult(memory_ids=[h.memory_id for h in chosen], text="\n".join(lines))
+    return InjectResult(memory_ids=[d.memory_id for d in chosen], text=inject_text(chosen))

@@ -72,7 +72,7 @@ def _optional_text(value: Any, field: str, max_chars: int) -> str | None:
 # -- reading ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RecallRequest(Request):
-    """recall: the keys a query routes to and one passive preview; changes nothing."""
+    """recall: the keys a query routes to and the best memories within ``budget`` tokens; changes nothing."""
 
     TOOL: ClassVar[str] = "recall"
     query: str
@@ -80,9 +80,12 @@ class RecallRequest(Request):
     namespace: str = validate.DEFAULT_NAMESPACE
     context: str | None = None
     explain: bool = False
+    budget: int | None = None
 
     def __post_init__(self) -> None:
         _set(self, query=validate.text(self.query, "query", max_chars=RECALL_QUERY_CHARS),
+             budget=None if self.budget is None else validate.count(self.budget, "budget", default=500, lo=50,
+                                                                    hi=4000),
              top_k=validate.count(self.top_k, "top_k", default=5, lo=1, hi=50),
              namespace=validate.namespace(self.namespace),
              context=_optional_text(self.context, "context", DIRECT_QUERY_CHARS),
@@ -101,7 +104,12 @@ class ReadKeyRequest(Request):
     offset: int = 0
 
     def __post_init__(self) -> None:
-        _set(self, key_id=validate.ident(self.key_id, "key_id", "k"), namespace=_scope(self.namespace),
+        key = self.key_id
+        if not (isinstance(key, str) and key.startswith("k_")):  # a key's text (navigation by name)
+            key = validate.text(key, "key_id", max_chars=200)
+        else:
+            key = validate.ident(key, "key_id", "k")
+        _set(self, key_id=key, namespace=_scope(self.namespace),
              query=_optional_text(self.query, "query", RECALL_QUERY_CHARS),
              limit=validate.count(self.limit, "limit", default=10, lo=1, hi=100),
              offset=validate.count(self.offset, "offset", default=0, lo=0, hi=1_000_000))

@@ -41,6 +41,7 @@ class Candidate:
     hops: int = 0
     via_keys: list[str] = field(default_factory=list)
     lexical: float = 0.0
+    direct: float = 0.0  # the fused score before association (recall_direct sets it)
 
 
 def entities(query: str) -> list[str]:

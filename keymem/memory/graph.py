@@ -21,7 +21,7 @@ from keymem.index.aliases import AliasIndex
 from keymem.index.lexical import LexicalIndex
 from keymem.index.mirror import GraphMirror
 from keymem.index.neighbourhood import MirrorNeighbourhood, Neighbourhood
-from keymem.memory import associative, navigate, recall, write
+from keymem.memory import associative, deliver, navigate, write
 from keymem.memory.access import AccessLog
 from keymem.memory.autokey import Autokey
 from keymem.memory.calls import (
@@ -147,6 +147,9 @@ class MemoryGraph:
         try:
             migrations.migrate(store)
             graph = cls(settings, store, embedder, reranker=reranker, clock=clock)  # type: ignore[arg-type]
+            if store.wal_tail_dropped:  # kept for `keymem doctor`: the log line alone is easy to miss
+                graph.set_meta("wal_recovery", f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}: "
+                                               f"{store.wal_tail_dropped}")
             graph._check_fingerprint(progress)
             graph._load_caches()
             graph.sweep()
@@ -407,7 +410,7 @@ class MemoryGraph:
         return navigate.browse_keys(self, request or BrowseKeysRequest.of(fields))
 
     def recall(self, request: RecallRequest | None = None, /, **fields: Any) -> RecallResult:
-        return recall.recall(self, request or RecallRequest.of(fields))
+        return deliver.recall(self, request or RecallRequest.of(fields))
 
     def recall_direct(self, request: DirectRequest | None = None, /, *, reinforce: bool = True,
                       **fields: Any) -> DirectResult:

@@ -21,7 +21,7 @@ from keymem.memory import validate
 from keymem.memory.calls import BrowseKeysRequest, ReadKeyRequest, ReadMemoryRequest
 from keymem.memory.keys import key_views
 from keymem.memory.validity import depth_stage, iso, validity
-from keymem.memory.views import BrowseResult, KeyLinkRef, KeyMemory, MemoryView, ReadKeyResult
+from keymem.memory.views import BrowseResult, KeyLinkRef, KeyMemory, KeyRef, MemoryView, ReadKeyResult
 from keymem.memory.write import LINK_MAX, LINK_MIN, get_memory
 from keymem.text.tokenize import literal_key, literal_tokens
 
@@ -45,6 +45,9 @@ def preview(content: str, limit: int = PREVIEW_CHARS) -> str:
 
 
 def get_key(graph: Parts, key_id: Any, namespace: Any = None) -> dict[str, Any]:
+    """A key by id, or by its text (normalised) in ``namespace`` (the default one when None)."""
+    if isinstance(key_id, str) and not key_id.startswith("k_"):
+        return key_by_text(graph, key_id, namespace)
     kid = validate.ident(key_id, "key_id", "k")
     k = graph.mirror.key(kid)
     ns = None if namespace is None else validate.namespace(namespace)
@@ -52,6 +55,19 @@ def get_key(graph: Parts, key_id: Any, namespace: Any = None) -> dict[str, Any]:
         where = f" in namespace {ns!r}" if ns else ""
         raise NotFound(f"key {kid} does not exist{where}")
     return k
+
+
+def key_by_text(graph: Parts, text: str, namespace: Any = None) -> dict[str, Any]:
+    from keymem.memory.keys import keys_by_names
+    from keymem.memory.names import name_id
+    from keymem.text.tokenize import normalize_text
+
+    ns = validate.DEFAULT_NAMESPACE if namespace is None else validate.namespace(namespace)
+    forms = sorted({normalize_text(text), literal_key(text)} - {""})
+    found = keys_by_names(graph, graph.store.query, [name_id(ns, f) for f in forms])
+    if not found:
+        raise NotFound(f"no key {text!r} in namespace {ns!r} (give a key id k_… or a key's exact text)")
+    return next(iter(found.values()))
 
 
 @dataclass
@@ -196,11 +212,22 @@ def read_key(graph: Parts, request: ReadKeyRequest) -> ReadKeyResult:
             memory_id=r.memory_id, preview=preview(rows[r.memory_id]["content"]), within_key_rank=offset + i + 1,
             score=round(r.score, 4), score_kind=r.kind, link_weight=round(r.link_weight, 4),
             validity=validity(rows[r.memory_id], graph.settings, now),
+            other_keys=other_keys(graph, r.memory_id, k["id"]),
         )
         for i, r in enumerate(page)
         if r.memory_id in rows
     ]
     return ReadKeyResult(key=view, memories=memories, total=len(ranked), offset=offset, limit=limit)
+
+
+OTHER_KEYS = 6  # a read_key line lists this many of the memory's other keys (the next hop)
+
+
+def other_keys(graph: Parts, memory_id: str, but: str) -> list[KeyRef]:
+    """The memory's other keys, strongest link first: where an agent can go next from this line."""
+    weight = {k: w for k, w in graph.mirror.memory_keys(memory_id) if k != but}
+    rows = sorted(graph.mirror.keys(weight), key=lambda k: (-weight[k["id"]], k["text"]))[:OTHER_KEYS]
+    return [KeyRef(key_id=k["id"], key=k["text"]) for k in rows]
 
 
 def memory_view(graph: Parts, m: dict[str, Any], now: float) -> MemoryView:

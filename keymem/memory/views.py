@@ -77,9 +77,20 @@ class MemoryPreview(View):
     connected_keys: list[KeyRef]
 
 
+class RecalledMemory(View):
+    memory_id: str
+    content: str
+    hops: int = Field(description="0: a direct match; n: reached by n hops of association")
+    via: list[str] = Field(description="For an associated memory, the keys that led to it from a direct match")
+    validity: Validity
+
+
 class RecallResult(View):
     keys: list[KeyView]
-    memory: MemoryPreview | None
+    memory: MemoryPreview | None = Field(description="The first of memories, in the preview shape")
+    memories: list[RecalledMemory] = Field(default_factory=list)
+    confident: bool = Field(default=True, description="The query names something stored")
+    note: str | None = None
     namespaces: dict[str, int] | None = None
 
 
@@ -101,6 +112,7 @@ class KeyMemory(View):
     score_kind: str
     link_weight: float
     validity: Validity
+    other_keys: list[KeyRef] = Field(default_factory=list, description="The memory's other keys: the next hop")
 
 
 class ReadKeyResult(View):

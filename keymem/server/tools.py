@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from keymem import __version__
@@ -38,6 +38,7 @@ from keymem.server import arguments as keymem_arguments
 from keymem.server import provenance, texts
 from keymem.server.backends import Backend
 from keymem.server.protocol import DaemonUnavailable
+from keymem.server.render import render
 from keymem.settings import Settings
 
 KeyType = Literal["concept", "name", "proper_noun"]
@@ -119,7 +120,7 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             return [walk(v) for v in node]
         return node
 
-    return walk(schema)  # type: ignore[no-any-return]
+    return walk(schema)
 
 
 def build_server(settings: Settings, backend: Backend, *, started: float | None = None) -> MCPServer:
@@ -143,7 +144,13 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
 
         return register
 
-    async def run(method: str, args: dict[str, Any], *, with_source: bool = False) -> Any:
+    async def run(method: str, args: dict[str, Any], *, with_source: bool = False) -> CallToolResult:
+        """The call on the backend: compact lines as text (what the model reads), the full result as
+        structuredContent (what programs read; keymem/server/render.py)."""
+        data = await call(method, args, with_source=with_source)
+        return CallToolResult(content=[TextContent(type="text", text=render(method, data))], structured_content=data)
+
+    async def call(method: str, args: dict[str, Any], *, with_source: bool = False) -> Any:
         params = {k: v for k, v in args.items() if v is not None}
         source = None
         if with_source:  # file I/O (transcript line count): off the event loop
@@ -169,13 +176,15 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
             str | None, Field(max_length=20_000, description="The raw question or conversation; ranks the keys' memories for the preview")
         ] = None,
         explain: Annotated[bool, Field(description="Also return per-namespace counts")] = False,
-    ) -> RecallResult:
+        budget: Annotated[int | None, Field(ge=50, le=4000, description="Most tokens of memories (default 500)")] = None,
+    ) -> Annotated[CallToolResult, RecallResult]:
         """Route a query to ranked keys and preview the single memory those keys match best.
 
         The preview carries matched_key, validity and connected_keys; it changes nothing. If it
         lacks the fact you need, follow a key with read_key or re-recall the missing fact.
         """
-        return await run("recall", dict(query=query, top_k=top_k, namespace=namespace, context=context, explain=explain))  # type: ignore[no-any-return]
+        return await run("recall", dict(query=query, top_k=top_k, namespace=namespace, context=context, explain=explain,
+                                        budget=budget))
 
     @tool(read_only)
     async def browse_keys(
@@ -183,29 +192,29 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         hubs_only: Annotated[bool, Field(description="Only hub keys (linked to several active memories)")] = False,
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
         offset: Annotated[int, Field(ge=0, le=1_000_000)] = 0,
-    ) -> BrowseResult:
+    ) -> Annotated[CallToolResult, BrowseResult]:
         """List the active key vocabulary of a namespace, hubs first: use it when recall finds nothing."""
-        return await run("browse_keys", dict(namespace=namespace, hubs_only=hubs_only, limit=limit, offset=offset))  # type: ignore[no-any-return]
+        return await run("browse_keys", dict(namespace=namespace, hubs_only=hubs_only, limit=limit, offset=offset))
 
     @tool(read_only)
     async def read_key(
-        key_id: KeyId,
+        key_id: Annotated[str, Field(description="A key id (k_…) or a key's exact text")],
         query: Annotated[str | None, Field(max_length=4000, description="The original question: ranks by relevance")] = None,
         namespace: Namespace = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
         offset: Annotated[int, Field(ge=0, le=1_000_000)] = 0,
-    ) -> ReadKeyResult:
+    ) -> Annotated[CallToolResult, ReadKeyResult]:
         """List one key's memories (id, preview, rank, link weight, validity), paged for hub keys."""
-        return await run("read_key", dict(key_id=key_id, query=query, namespace=namespace, limit=limit, offset=offset))  # type: ignore[no-any-return]
+        return await run("read_key", dict(key_id=key_id, query=query, namespace=namespace, limit=limit, offset=offset))
 
     @tool(writes)
     async def read_memory(
         memory_id: MemoryId,
         via_key_id: Annotated[str | None, Field(description="The key you came through: strengthens only that link")] = None,
         namespace: Namespace = None,
-    ) -> MemoryView:
+    ) -> Annotated[CallToolResult, MemoryView]:
         """Read a memory's full text, keys and validity. Records the access; never confirms the fact."""
-        return await run("read_memory", dict(memory_id=memory_id, via_key_id=via_key_id, namespace=namespace))  # type: ignore[no-any-return]
+        return await run("read_memory", dict(memory_id=memory_id, via_key_id=via_key_id, namespace=namespace))
 
     @tool(writes)
     async def confirm_memory(
@@ -213,10 +222,10 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         evidence: Annotated[str, Field(min_length=1, max_length=4000, description="What confirms the fact now")],
         namespace: Namespace = None,
         source: Annotated[str | None, Field(max_length=500, description="Where the evidence came from: user, a URL, an observation")] = None,
-    ) -> MemoryView:
+    ) -> Annotated[CallToolResult, MemoryView]:
         """Refresh and deepen a memory after explicit current evidence (a user assertion, an authoritative
         current source, direct observation). A successful read is not evidence."""
-        return await run("confirm_memory", dict(memory_id=memory_id, evidence=evidence, namespace=namespace, source=source))  # type: ignore[no-any-return]
+        return await run("confirm_memory", dict(memory_id=memory_id, evidence=evidence, namespace=namespace, source=source))
 
     @tool(writes)
     async def remember(
@@ -227,9 +236,9 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         ttl_seconds: Ttl = None,
         decay_profile: Decay = None,
         related_to: Related = None,
-    ) -> RememberResult:
+    ) -> Annotated[CallToolResult, RememberResult]:
         """Store a durable fact under keys. An identical active fact returns the existing id with duplicate=true."""
-        return await run("remember", dict(content=content, keys=keys, key_types=key_types, namespace=namespace,  # type: ignore[no-any-return]
+        return await run("remember", dict(content=content, keys=keys, key_types=key_types, namespace=namespace,
                                           ttl_seconds=ttl_seconds, decay_profile=decay_profile, related_to=related_to),
                          with_source=True)
 
@@ -243,22 +252,22 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         decay_profile: Decay = None,
         related_to: Related = None,
         namespace: Namespace = None,
-    ) -> CorrectResult:
+    ) -> Annotated[CallToolResult, CorrectResult]:
         """Replace a fact that changed: the new version becomes current, the old one stays readable by id
         (superseded) but leaves every search. Omitted keys, TTL and profile carry over."""
-        return await run("correct", dict(memory_id=memory_id, content=content, keys=keys, key_types=key_types,  # type: ignore[no-any-return]
+        return await run("correct", dict(memory_id=memory_id, content=content, keys=keys, key_types=key_types,
                                          ttl_seconds=ttl_seconds, decay_profile=decay_profile, related_to=related_to,
                                          namespace=namespace), with_source=True)
 
     @tool(writes)
-    async def dismiss(memory_id: MemoryId, key_id: KeyId, namespace: Namespace = None) -> DismissResult:
+    async def dismiss(memory_id: MemoryId, key_id: KeyId, namespace: Namespace = None) -> Annotated[CallToolResult, DismissResult]:
         """Negative feedback: the fact is right but should not surface from this key. Weakens only that link."""
-        return await run("dismiss", dict(memory_id=memory_id, key_id=key_id, namespace=namespace))  # type: ignore[no-any-return]
+        return await run("dismiss", dict(memory_id=memory_id, key_id=key_id, namespace=namespace))
 
     @tool(ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False))
-    async def forget(memory_id: MemoryId) -> ForgetResult:
+    async def forget(memory_id: MemoryId) -> Annotated[CallToolResult, ForgetResult]:
         """Delete a memory permanently (with its previous version)."""
-        return await run("forget", dict(memory_id=memory_id))  # type: ignore[no-any-return]
+        return await run("forget", dict(memory_id=memory_id))
 
     class RememberItem(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -273,10 +282,10 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
     @tool(writes)
     async def remember_batch(
         items: Annotated[list[RememberItem], Field(min_length=1, max_length=1000, description="Memories to store, in order")],
-    ) -> BatchResult:
+    ) -> Annotated[CallToolResult, BatchResult]:
         """Store several facts at once (each with its own keys, TTL and profile); results in input order."""
         payload = [item.model_dump(exclude_none=True) for item in items]
-        return await run("remember_batch", {"items": payload}, with_source=True)  # type: ignore[no-any-return]
+        return await run("remember_batch", {"items": payload}, with_source=True)
 
     server = MCPServer(
         "keymem",

@@ -210,7 +210,7 @@ def digest(conn: Any) -> dict[str, Any]:
         clean = {k: v for k, v in row.items() if not k.startswith("_") and v is not None}
         h.update(json.dumps([label, clean], sort_keys=True, default=repr).encode("utf-8"))
 
-    tables = {r[0] for r in conn.execute("CALL show_tables() RETURN name").get_all()}
+    tables = {r[0] for r in conn.execute(cypher.load("engine/tables").text).get_all()}
     for r in rows("invariants/digest_nodes"):
         feed(r["label"], r["n"])
     for r in rows("invariants/digest_rels"):
@@ -234,10 +234,12 @@ def _export_main(module: str, src: str, dest: str) -> None:
     db = engine.Database(src, auto_checkpoint=False)
     conn = engine.Connection(db)
     try:
+        from keymem.store import cypher
+
         with contextlib.suppress(Exception):
-            for row in conn.execute("CALL SHOW_INDEXES() RETURN *").get_all():
+            for row in conn.execute(cypher.load("engine/indexes").text).get_all():
                 if row[0] == "KeyVec":
-                    conn.execute(f"CALL DROP_VECTOR_INDEX('KeyVec', '{row[1]}')")
+                    conn.execute(cypher.load("vectors/drop_index").text)
         conn.execute("CHECKPOINT")
         result = {"digest": digest(conn)}
         conn.execute(f"EXPORT DATABASE '{_literal(Path(dest))}'")

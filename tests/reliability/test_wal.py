@@ -247,6 +247,8 @@ def test_torn_wal_tail_replays_the_valid_prefix_and_says_so(tmp_path: Path, sett
         from keymem.admin.invariants import check_invariants
 
         assert check_invariants(graph) == []
+        if store.wal_tail_dropped:
+            assert store.wal_tail_dropped in (graph.meta("wal_recovery") or "")  # what `keymem doctor` shows
     finally:
         graph.close()
     print(f"\ntorn WAL: {len(found)} memories of {len(model.live)} acknowledged kept; "

@@ -1,0 +1,197 @@
+"""What reaches the agent: the best memories of one ranking, fitted to a token budget.
+
+``associative.rank`` ranks a query once; the ``recall`` tool and the prompt hook take from it
+what their :class:`Recipe` says. Two sections, so that association is not drowned by the many
+weak lexical matches a large store always has:
+
+* *direct*: the best memories by the fused score before association (lexical + key path),
+  while they keep at least ``direct_share`` of the best one's score;
+* *associated*: memories the walk reached from those hits along specific shared keys
+  (``Association.mass``: 1 is the best hit itself, one key two memories share passes half),
+  strongest first, each with the path of keys that reached it ("via apple -> strawberry").
+
+A query is *confident* when it names a key specifically (a name, a proper noun or a key of
+several words, matched literally; ``Ranking.anchors`` and hub names) or routes a concept key
+by a high cosine whose memories are among the best hits. The hook injects nothing otherwise:
+prompts about nothing stored ("What is 17 times 23?") match common words and loose keys as
+well as real questions do. The tool then says plainly that nothing matched with confidence
+when the best lexical match is weak too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from keymem.memory.associative import HUB_FANOUT, Ranking, rank
+from keymem.memory.calls import DIRECT_QUERY_CHARS, RecallRequest
+from keymem.memory.keys import key_views
+from keymem.memory.recall import COSINE, LITERAL, lexical_keys
+from keymem.memory.validity import validity
+from keymem.memory.views import KeyRef, KeyView, MemoryPreview, RecalledMemory, RecallResult, Validity
+
+if TYPE_CHECKING:
+    from keymem.memory.parts import Parts
+
+STRONG_COSINE = 0.8  # a concept key routed this close makes a query confident (with its memories on top)
+WEAK_LEXICAL = 0.85  # capped BM25 below this, with no confident key: the tool says nothing matched
+CHARS_PER_TOKEN = 4.0  # WordPiece on English text (the budget is an estimate; ids count apart)
+ID_TOKENS = 14  # a memory id and its brackets
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How much of a ranking an entry point delivers."""
+
+    budget_tokens: int = 500
+    max_direct: int = 3
+    max_associated: int = 4
+    direct_share: float = 0.5  # a direct memory's score relative to the best direct score
+    min_association: float = 0.1  # association strength a memory needs to be delivered
+    need_confidence: bool = False  # deliver nothing for a query that is not confident
+
+
+TOOL = Recipe()
+HOOK = Recipe(budget_tokens=350, max_direct=2, max_associated=2, direct_share=0.6, min_association=0.2,
+              need_confidence=True)
+
+
+@dataclass
+class Delivered:
+    memory_id: str
+    content: str
+    score: float
+    hops: int  # 0: a direct hit; n: reached by n hops of association
+    path: list[str] = field(default_factory=list)  # key texts from a direct hit to this memory
+    path_ids: list[str] = field(default_factory=list)
+    validity: Validity | None = None
+
+
+@dataclass
+class Delivery:
+    memories: list[Delivered]
+    confident: bool
+    weak: bool  # nothing confident and the best lexical match is weak: say so, show nothing
+
+
+def confident(graph: Parts, r: Ranking) -> bool:
+    """Whether the query names something stored (see the module docstring)."""
+    if r.anchors:
+        return True
+    literal_names = [k for k, (_, kind) in r.routed.items() if kind == LITERAL]
+    if any(row["key_type"] != "concept" for row in graph.mirror.keys(literal_names)):
+        return True  # a name the store is mostly about (a hub) still names it
+    strong = {k for k, (s, kind) in r.routed.items() if kind == COSINE and s >= STRONG_COSINE
+              and 0 < r.fan.get(k, 0) <= HUB_FANOUT}
+    if not strong:
+        return False
+    top = [c.memory_id for c in r.ranked[:3]]
+    return any(k in strong for m in top for k, _ in graph.mirror.memory_keys(m))
+
+
+def deliver(graph: Parts, r: Ranking, recipe: Recipe) -> Delivery:
+    sure = confident(graph, r)
+    if recipe.need_confidence and not sure:
+        return Delivery([], False, False)
+    if not sure and r.best_lexical() < WEAK_LEXICAL:
+        return Delivery([], False, True)
+    direct = sorted((c for c in r.ranked if c.direct > 0), key=lambda c: (-c.direct, c.memory_id))
+    picked: list[tuple[str, float, int]] = []  # (memory id, score, hops)
+    if direct:
+        floor = recipe.direct_share * direct[0].direct
+        picked = [(c.memory_id, c.direct, 0) for c in direct[: recipe.max_direct] if c.direct >= floor]
+    shown = {m for m, _, _ in picked}
+    found = r.association
+    assoc = sorted(((a, m) for m, a in found.mass.items() if m not in shown and a >= recipe.min_association),
+                   key=lambda t: (-t[0], t[1]))
+    picked += [(m, a, found.hop.get(m, 1)) for a, m in assoc[: recipe.max_associated]]
+    texts = r.texts.get([m for m, _, _ in picked])
+    rows = graph.mirror.visible(texts, r.now)
+    key_text = {k["id"]: k["text"] for k in graph.mirror.keys({k for m, _, h in picked if h
+                                                                for k in found.path(m)})}
+    out: list[Delivered] = []
+    spent = 0.0
+    for mid, score, hops in picked:
+        if mid not in texts or mid not in rows:
+            continue
+        content = " ".join(texts[mid].split())
+        path_ids = found.path(mid) if hops else []
+        path = [key_text.get(k, k) for k in path_ids]
+        cost = ID_TOKENS + (len(content) + sum(len(p) + 4 for p in path)) / CHARS_PER_TOKEN
+        if out and spent + cost > recipe.budget_tokens:
+            continue  # a shorter one further down may still fit
+        spent += cost
+        out.append(Delivered(memory_id=mid, content=content, score=round(score, 4), hops=hops, path=path,
+                             path_ids=path_ids, validity=validity(rows[mid], graph.settings, r.now)))
+    return Delivery(out, sure, False)
+
+
+def inject_text(memories: list[Delivered]) -> str:
+    """The hook's context: one line per memory, associated ones with their path."""
+    lines = ["Possibly relevant memories from keymem (verify before relying on aging or stale ones):"]
+    for d in memories:
+        note = []
+        if d.path:
+            note.append("via " + " -> ".join(d.path))
+        if d.validity is not None and d.validity.status != "fresh":
+            note.append(d.validity.status)
+        lines.append(f"- [{d.memory_id}] {d.content}" + (f" ({'; '.join(note)})" if note else ""))
+    return "\n".join(lines)
+
+
+def describe(memories: list[Delivered]) -> list[dict[str, Any]]:
+    return [{"memory_id": d.memory_id, "hops": d.hops, "path": d.path} for d in memories]
+
+
+def recall(graph: Parts, request: RecallRequest) -> RecallResult:
+    """Keys the query routes to and the best memories of the fused ranking with association.
+
+    One ranking (``associative.rank``, the walk included) gives both: the keys by routing
+    score, and the memories ``deliver`` fits to the budget, each associated one with the path
+    of keys that reached it. Passive: no access count, depth, edge, alias or freshness changes.
+    """
+    query, top_k, ns, context, explain = (request.query, request.top_k, request.namespace, request.context,
+                                          request.explain)
+    text = f"{query}\n{context}"[:DIRECT_QUERY_CHARS] if context else query
+    r = rank(graph, text, ns, graph.settings.recall_hops)
+    now = r.now
+    scored = dict(r.routed) or lexical_keys(graph, query, ns)
+    # Only the best-scored keys get a view (counts, aliases, specificity): twice top_k, plus any
+    # tied with the last of them.
+    ranked_scores = sorted((s for s, _ in scored.values()), reverse=True)
+    cutoff = ranked_scores[min(len(ranked_scores), 2 * top_k) - 1] if ranked_scores else 0.0
+    shortlist = [k for k, (s, _) in scored.items() if s >= cutoff]
+    rows = graph.mirror.keys(shortlist)
+    views = [v for v in key_views(graph, rows, ns, now, scores=scored) if v.memory_count > 0]
+    views.sort(key=lambda v: (-(v.score or 0.0), -v.specificity, v.key))
+    views = views[:top_k]
+    budget = request.budget if request.budget is not None else TOOL.budget_tokens
+    found = deliver(graph, r, TOOL if budget == TOOL.budget_tokens else replace(TOOL, budget_tokens=budget))
+    if views and found.confident:
+        graph.autokey.note_route(query, r.qvec, [v.key_id for v in views])
+    memories = [RecalledMemory(memory_id=d.memory_id, content=d.content, hops=d.hops, via=d.path,
+                               validity=d.validity) for d in found.memories if d.validity is not None]
+    memory = _preview(graph, memories[0], views) if memories else None
+    note = None
+    if found.weak:
+        views = []
+        note = ("No stored memory matches this query with confidence; nothing is shown. "
+                "Try other words, or browse_keys for the vocabulary.")
+    result = RecallResult(keys=views, memory=memory, memories=memories, confident=found.confident, note=note)
+    if explain:
+        result.namespaces = {ns: len(views)}
+    return result
+
+
+def _preview(graph: Parts, first: RecalledMemory, views: list[KeyView]) -> MemoryPreview:
+    """The first delivered memory in the preview shape: under the first returned key linking it."""
+    weight = dict(graph.mirror.memory_keys(first.memory_id))
+    matched = next((v for v in views if v.key_id in weight), None)
+    linked = sorted(graph.mirror.keys(weight), key=lambda k: (-weight[k["id"]], k["text"]))
+    if matched is None and linked:
+        matched_ref = KeyRef(key_id=linked[0]["id"], key=linked[0]["text"])
+    else:
+        matched_ref = KeyRef(key_id=matched.key_id, key=matched.key) if matched else KeyRef(key_id="", key="")
+    connected = [KeyRef(key_id=k["id"], key=k["text"]) for k in linked if k["id"] != matched_ref.key_id]
+    return MemoryPreview(memory_id=first.memory_id, content=first.content, matched_key=matched_ref,
+                         validity=first.validity, connected_keys=connected)
