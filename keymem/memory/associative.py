@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from keymem.index.bm25 import capped
-from keymem.memory.calls import DirectRequest, InjectRequest
+from keymem.memory.calls import DirectRequest
 from keymem.memory.evidence import Candidate, select_evidence
 from keymem.memory.navigate import contents
 from keymem.memory.recall import LITERAL, named_keys, route_keys
 from keymem.memory.validity import validity
-from keymem.memory.views import DirectHit, DirectResult, InjectResult
+from keymem.memory.views import DirectHit, DirectResult
 from keymem.memory.write import LINK_INIT, LINK_MAX, LINK_MIN
 from keymem.text.tokenize import script_of, tokenize
 
@@ -109,8 +109,9 @@ def _route_phrases(graph: Parts, routed: dict[str, tuple[float, str]], vecs: Any
     threshold = graph.thresholds.key_recall
     for vec in vecs:
         for key_id, cos in graph.vectors.search(vec, namespace, PHRASE_KEYS, min_score=threshold):
-            if cos > routed.get(key_id, (0.0, ""))[0]:
-                routed[key_id] = (cos, "key_cosine")
+            held = routed.get(key_id, (0.0, ""))
+            if held[1] != LITERAL and cos > held[0]:  # a literal match stays one (a phrase may equal the key)
+                routed[key_id] = (min(cos, 1.0), "key_cosine")
 
 
 def _idf(n_docs: int, fan: int) -> float:
@@ -459,17 +460,3 @@ def _hebbian(graph: Parts, used: list[Candidate], explored: list[Candidate],
         else:
             done = [r for a in adjust for r in tx.run("link/adjust", **a, lo=LINK_MIN, hi=LINK_MAX)]
         graph.mirror.set_weights(tx, done)
-
-
-def recall_inject(graph: Parts, request: InjectRequest) -> InjectResult:
-    """Memories for the prompt hook: nothing unless the prompt names something stored; then the
-    best direct hits and the strongest associations, each with its path (``memory/deliver.py``)."""
-    from keymem.memory.deliver import HOOK, deliver, inject_text
-
-    limit = graph.settings.inject_max
-    r = rank(graph, request.prompt, request.namespace, graph.settings.recall_hops)
-    found = deliver(graph, r, HOOK)
-    chosen = found.memories[: max(limit, 1) + HOOK.max_associated]
-    if not chosen:
-        return InjectResult(memory_ids=[], text="")
-    return InjectResult(memory_ids=[d.memory_id for d in chosen], text=inject_text(chosen))

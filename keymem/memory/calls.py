@@ -105,7 +105,7 @@ class ReadKeyRequest(Request):
 
     def __post_init__(self) -> None:
         key = self.key_id
-        if not (isinstance(key, str) and key.startswith("k_")):  # a key's text (navigation by name)
+        if isinstance(key, str) and not validate.looks_like_id(key):  # a key's text (navigation by name)
             key = validate.text(key, "key_id", max_chars=200)
         else:
             key = validate.ident(key, "key_id", "k")

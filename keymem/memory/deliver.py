@@ -10,12 +10,14 @@ weak lexical matches a large store always has:
   (``Association.mass``: 1 is the best hit itself, one key two memories share passes half),
   strongest first, each with the path of keys that reached it ("via apple -> strawberry").
 
-A query is *confident* when it names a key specifically (a name, a proper noun or a key of
-several words, matched literally; ``Ranking.anchors`` and hub names) or routes a concept key
-by a high cosine whose memories are among the best hits. The hook injects nothing otherwise:
-prompts about nothing stored ("What is 17 times 23?") match common words and loose keys as
-well as real questions do. The tool then says plainly that nothing matched with confidence
-when the best lexical match is weak too.
+The hook injects only for a *confident* prompt: one that names a key specifically (a name, a
+proper noun or a key of several words, matched literally; ``Ranking.anchors`` and hub names)
+or routes a concept key by a high cosine whose memories are among the best hits. Prompts about
+nothing stored ("What is 17 times 23?", "Why is the sky blue?") match common words and loose
+keys as well as real questions do, so a single common word matched literally is not enough
+there. The tool is asked deliberately: any literal key or a high cosine routes it with
+confidence; without one, and with a weak best lexical match, it says plainly that nothing
+matched instead of presenting an unrelated memory.
 """
 
 from __future__ import annotations
@@ -24,11 +26,19 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from keymem.memory.associative import HUB_FANOUT, Ranking, rank
-from keymem.memory.calls import DIRECT_QUERY_CHARS, RecallRequest
+from keymem.memory.calls import DIRECT_QUERY_CHARS, InjectRequest, RecallRequest
 from keymem.memory.keys import key_views
 from keymem.memory.recall import COSINE, LITERAL, lexical_keys
 from keymem.memory.validity import validity
-from keymem.memory.views import KeyRef, KeyView, MemoryPreview, RecalledMemory, RecallResult, Validity
+from keymem.memory.views import (
+    InjectResult,
+    KeyRef,
+    KeyView,
+    MemoryPreview,
+    RecalledMemory,
+    RecallResult,
+    Validity,
+)
 
 if TYPE_CHECKING:
     from keymem.memory.parts import Parts
@@ -72,6 +82,7 @@ class Delivery:
     memories: list[Delivered]
     confident: bool
     weak: bool  # nothing confident and the best lexical match is weak: say so, show nothing
+    score_kind: str = "fused_score"  # of the direct memories' scores
 
 
 def confident(graph: Parts, r: Ranking) -> bool:
@@ -89,15 +100,34 @@ def confident(graph: Parts, r: Ranking) -> bool:
     return any(k in strong for m in top for k, _ in graph.mirror.memory_keys(m))
 
 
+def routes_with_confidence(r: Ranking) -> bool:
+    """Some key routes literally (any key the query names, common words included) or by a high cosine."""
+    return any(kind == LITERAL or (kind == COSINE and s >= STRONG_COSINE) for s, kind in r.routed.values())
+
+
 def deliver(graph: Parts, r: Ranking, recipe: Recipe) -> Delivery:
-    sure = confident(graph, r)
-    if recipe.need_confidence and not sure:
-        return Delivery([], False, False)
-    if not sure and r.best_lexical() < WEAK_LEXICAL:
-        return Delivery([], False, True)
+    if recipe.need_confidence:
+        sure = confident(graph, r)
+        if not sure:
+            return Delivery([], False, False)
+    else:
+        sure = routes_with_confidence(r)
+        if not sure and r.best_lexical() < WEAK_LEXICAL:
+            return Delivery([], False, True)
     direct = sorted((c for c in r.ranked if c.direct > 0), key=lambda c: (-c.direct, c.memory_id))
     picked: list[tuple[str, float, int]] = []  # (memory id, score, hops)
-    if direct:
+    reranked = False
+    reranker = graph.reranker()
+    if direct and reranker is not None:  # the cross-encoder orders the direct pool
+        pool = direct[: graph.settings.rerank_pool]
+        text = r.texts.get([c.memory_id for c in pool])
+        pool = [c for c in pool if c.memory_id in text]
+        if pool:
+            logits = reranker.score(r.query, [text[c.memory_id] for c in pool])
+            order = sorted(zip(logits.tolist(), pool, strict=True), key=lambda t: (-t[0], t[1].memory_id))
+            picked = [(c.memory_id, float(logit), 0) for logit, c in order[: recipe.max_direct]]
+            reranked = True
+    if direct and not reranked:
         floor = recipe.direct_share * direct[0].direct
         picked = [(c.memory_id, c.direct, 0) for c in direct[: recipe.max_direct] if c.direct >= floor]
     shown = {m for m, _, _ in picked}
@@ -123,7 +153,7 @@ def deliver(graph: Parts, r: Ranking, recipe: Recipe) -> Delivery:
         spent += cost
         out.append(Delivered(memory_id=mid, content=content, score=round(score, 4), hops=hops, path=path,
                              path_ids=path_ids, validity=validity(rows[mid], graph.settings, r.now)))
-    return Delivery(out, sure, False)
+    return Delivery(out, sure, False, "cross_encoder_logit" if reranked else "fused_score")
 
 
 def inject_text(memories: list[Delivered]) -> str:
@@ -167,16 +197,17 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
     views = views[:top_k]
     budget = request.budget if request.budget is not None else TOOL.budget_tokens
     found = deliver(graph, r, TOOL if budget == TOOL.budget_tokens else replace(TOOL, budget_tokens=budget))
-    if views and found.confident:
+    if views:  # a read through one of them teaches the query as an alias (autokey)
         graph.autokey.note_route(query, r.qvec, [v.key_id for v in views])
     memories = [RecalledMemory(memory_id=d.memory_id, content=d.content, hops=d.hops, via=d.path,
                                validity=d.validity) for d in found.memories if d.validity is not None]
     memory = _preview(graph, memories[0], views) if memories else None
+    if memory is not None and found.memories[0].hops == 0:
+        memory.score, memory.score_kind = found.memories[0].score, found.score_kind
     note = None
     if found.weak:
-        views = []
-        note = ("No stored memory matches this query with confidence; nothing is shown. "
-                "Try other words, or browse_keys for the vocabulary.")
+        note = ("No stored memory matches this query with confidence: no key is named and the keys below "
+                "match only loosely. read_key one if it looks right, or try other words.")
     result = RecallResult(keys=views, memory=memory, memories=memories, confident=found.confident, note=note)
     if explain:
         result.namespaces = {ns: len(views)}
@@ -195,3 +226,13 @@ def _preview(graph: Parts, first: RecalledMemory, views: list[KeyView]) -> Memor
     connected = [KeyRef(key_id=k["id"], key=k["text"]) for k in linked if k["id"] != matched_ref.key_id]
     return MemoryPreview(memory_id=first.memory_id, content=first.content, matched_key=matched_ref,
                          validity=first.validity, connected_keys=connected)
+
+
+def recall_inject(graph: Parts, request: InjectRequest) -> InjectResult:
+    """Memories for the prompt hook: nothing unless the prompt names something stored; then the
+    best direct hits and the strongest associations, each with its path."""
+    r = rank(graph, request.prompt, request.namespace, graph.settings.recall_hops)
+    chosen = deliver(graph, r, HOOK).memories
+    if not chosen:
+        return InjectResult(memory_ids=[], text="")
+    return InjectResult(memory_ids=[d.memory_id for d in chosen], text=inject_text(chosen))

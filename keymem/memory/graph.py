@@ -419,7 +419,7 @@ class MemoryGraph:
 
     def recall_inject(self, request: InjectRequest | None = None, /, **fields: Any) -> InjectResult:
         """The prompt hook's few memories above an absolute relevance floor."""
-        return associative.recall_inject(self, request or InjectRequest.of(fields))
+        return deliver.recall_inject(self, request or InjectRequest.of(fields))
 
     def memory_json(self, memory_id: str) -> dict[str, Any]:
         """A memory's read_memory view as JSON, read without side effects (a replayed confirm's answer)."""

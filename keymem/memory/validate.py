@@ -45,6 +45,11 @@ def namespace(value: Any) -> str:
     return value
 
 
+def looks_like_id(value: str) -> bool:
+    """A keymem id of any kind (``k_``, ``m_`` + hex), as opposed to a key's text."""
+    return value[:2] in ("k_", "m_")
+
+
 def ident(value: Any, field: str, prefix: str) -> str:
     if not isinstance(value, str) or not _ID.match(value) or not value.startswith(prefix):
         raise InvalidInput(f"{field} {value!r} is not a keymem id (expected {prefix}_ followed by hex)")

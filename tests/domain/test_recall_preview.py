@@ -1,4 +1,4 @@
-"""The recall tool's passive preview and key order, on a real store with the real MiniLM model."""
+"""The recall tool's memories, preview and key order, on a real store with the real MiniLM model."""
 
 from __future__ import annotations
 
@@ -32,16 +32,16 @@ def test_preview_comes_from_any_returned_key(graph: MemoryGraph) -> None:
     assert lake["specificity"] > sunrise["specificity"]  # by score and specificity alone, "lake" was the strongest
     mem = r["memory"]
     assert mem["memory_id"] == painted and mem["matched_key"]["key"] == "sunrise"
-    assert mem["score_kind"] == "content_relevance" and 0 < mem["score"] < 1
+    assert r["memories"][0]["memory_id"] == painted  # the preview is the first delivered memory
     assert {k["key"] for k in mem["connected_keys"]} == {"painting"}
     assert mem["validity"]["status"] == "fresh"
     assert _sorted_by_score(r["keys"])
     assert (link_weights(graph), memory_state(graph)) == before  # still passive
 
 
-def test_equal_scores_order_keys_by_what_reading_them_adds(graph: MemoryGraph) -> None:
-    """"sunrise" and "lake" both match literally; "sunrise" is more specific (one memory) but holds only
-    the preview, "lake" also holds another memory the query matches: "lake" comes first."""
+def test_keys_come_by_score_then_specificity(graph: MemoryGraph) -> None:
+    """"sunrise" and "lake" both match literally; "sunrise" (one memory) is the more specific and
+    comes first; the preview is the best match, under the first returned key that links it."""
     res = graph.remember_batch([
         {"content": "Melanie painted a sunrise over the lake", "keys": ["sunrise", "lake"]},
         {"content": "The lake froze early this winter", "keys": ["lake", "winter"]},
@@ -50,9 +50,9 @@ def test_equal_scores_order_keys_by_what_reading_them_adds(graph: MemoryGraph) -
     r = graph.recall(query=QUERY)
     assert r.memory is not None and r.memory.memory_id == res[0].memory_id
     top = [k for k in r.keys if k.score == 1.0]
-    assert [k.key for k in top] == ["lake", "sunrise"]
-    assert top[1].specificity > top[0].specificity
-    assert r.memory.matched_key.key == "lake"  # the first returned key that links the preview
+    assert [k.key for k in top] == ["sunrise", "lake"]
+    assert top[0].specificity > top[1].specificity
+    assert r.memory.matched_key.key == "sunrise"
 
 
 def test_read_key_prefers_the_person_the_query_names(graph: MemoryGraph) -> None:
@@ -73,18 +73,18 @@ def test_read_key_prefers_the_person_the_query_names(graph: MemoryGraph) -> None
     assert [m.memory_id for m in plain] == [car, mel]
 
 
-def test_a_big_key_routed_by_meaning_alone_still_previews(graph: MemoryGraph) -> None:
-    """A key of more than ALL_MEMORIES memories offers its lexical matches, or its strongest links when
-    none matches: a query that shares no word with them ("coding" -> "programming") still gets a preview."""
-    from keymem.memory.recall import ALL_MEMORIES
+def test_the_budget_bounds_what_recall_delivers(graph: MemoryGraph) -> None:
+    """A key of hundreds of memories named literally: recall delivers the best few within its token budget."""
+    from keymem.memory.deliver import CHARS_PER_TOKEN, ID_TOKENS
 
-    graph.remember_batch([{"content": f"Wrote module {i} of the billing service in Rust", "keys": ["programming"]}
-                          for i in range(ALL_MEMORIES + 5)])
-    r = graph.recall(query="coding")
-    assert r.keys[0].key == "programming" and r.keys[0].score_kind == "key_cosine"
-    assert r.keys[0].memory_count == ALL_MEMORIES + 5
-    assert r.memory is not None and r.memory.matched_key.key == "programming"
-    assert r.memory.score_kind == "content_relevance" and r.memory.score == 0.0
+    graph.remember_batch([{"content": f"Wrote module {i} of the billing service in Rust, with tests and docs "
+                           "and a changelog entry", "keys": ["programming"]} for i in range(205)])
+    r = graph.recall(query="programming billing module")
+    assert r.keys[0].key == "programming" and r.keys[0].memory_count == 205 and r.confident
+    cost = sum(ID_TOKENS + len(m.content) / CHARS_PER_TOKEN for m in r.memories)
+    assert 1 <= len(r.memories) <= 7 and cost <= 500
+    small = graph.recall(query="programming billing module", budget=60)
+    assert len(small.memories) == 1  # the first always fits; nothing more within 60 tokens
 
 
 def test_read_key_orders_equal_memories_by_id(graph: MemoryGraph) -> None:

@@ -90,7 +90,7 @@ def test_autokey_promotes_after_n_routed_reads(graph: MemoryGraph) -> None:
     query = "coding"
     for _ in range(3):
         r = graph.recall(query=query)
-        assert r.keys[0].key_id == kid and r.memory is not None
+        assert r.keys[0].key_id == kid  # routed loosely: offered as a key, the agent reads through it
         assert _aliases(graph, kid) == []  # recall alone learns nothing
         graph.read_memory(memory_id=m.memory_id, via_key_id=kid)
     assert _aliases(graph, kid) == [query]
