@@ -60,6 +60,7 @@ ROUTE_KEYS = 10  # keys routed by the whole query
 # 100k) while the store is small or the set large; else one primary-key statement per link (~1 ms).
 ADJUST_SINGLES = 48
 ADJUST_SCAN_MAX_MEMORIES = 20_000
+POSSESSIVE = re.compile(r"\b(my|our|mine|ours)\b", re.I)
 PHRASE_QUERY_MAX_CHARS = 500  # longer queries (prompts) route by the whole text only
 
 
@@ -307,14 +308,16 @@ class Ranking:
         return capped(self.lexical[0][1]) if self.lexical else 0.0
 
 
-def anchor_keys(graph: Parts, routed: dict[str, tuple[float, str]], fan: dict[str, int]) -> list[str]:
+def anchor_keys(graph: Parts, query: str, routed: dict[str, tuple[float, str]], fan: dict[str, int]) -> list[str]:
     """Routed keys the query names specifically: a name or proper noun, or a key of several words,
     matched literally, that is not a hub. A common word matched literally ("blue", "work") is
-    no anchor: prompts about nothing stored match such keys as often as real questions do."""
+    no anchor: prompts about nothing stored match such keys as often as real questions do;
+    unless the query speaks of the user's own things ("my dog", "our garden")."""
     literal = [k for k, (_, kind) in routed.items() if kind == LITERAL and 0 < fan.get(k, 0) <= HUB_FANOUT]
+    mine = bool(POSSESSIVE.search(query))  # "my dog": the user's own thing, whatever word names it
     out = []
     for row in graph.mirror.keys(literal):
-        if row["key_type"] != "concept" or len(row["text"].split()) >= 2:
+        if mine or row["key_type"] != "concept" or len(row["text"].split()) >= 2:
             out.append(row["id"])
     return sorted(out)
 
@@ -365,7 +368,7 @@ def rank(graph: Parts, query: str, namespace: str, hops: int) -> Ranking:
             c.score += scale * a
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))
     return Ranking(query=query, namespace=ns, now=now, qvec=qvec, routed=routed, fan=fan,
-                   anchors=anchor_keys(graph, routed, fan), ranked=ranked, association=found, lexical=lex,
+                   anchors=anchor_keys(graph, query, routed, fan), ranked=ranked, association=found, lexical=lex,
                    key_path=keyed, seen_links=seen_links, texts=_Texts(graph))
 
 

@@ -216,7 +216,7 @@ def test_migration_fills_the_copies(graph: MemoryGraph, clock: Clock, settings, 
         again.close()
 
 
-def test_kuzu_never_reuses_a_deleted_nodes_offset(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_engine_never_reuses_a_deleted_nodes_offset(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The IdBook (store/walk.py) keeps (offset, id) pairs of deleted nodes: Kuzu must not reuse offsets."""
     import ladybug
 

@@ -28,7 +28,7 @@ from keymem.server.protocol import pid_alive, read_pid
 from keymem.settings import Settings, load_settings
 
 SERVER_CMD = [sys.executable, "-m", "keymem.cli.main"]
-HEAVY_LIBS = ("ladybug", "onnxruntime")  # shared objects the stdio server must not map before a tool call
+HEAVY_LIBS = ("_lbug", "onnxruntime")  # shared objects the stdio server must not map before a tool call
 
 
 @contextlib.contextmanager

@@ -8,7 +8,6 @@ this process) and succeeds. ``bench/startup_rss.py`` prints the memory figure of
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -35,7 +34,7 @@ def tool_result(answer: dict[str, Any] | None) -> dict[str, Any]:
     assert answer is not None and answer["id"] == 3, answer
     result = answer["result"]
     assert result["isError"] is False, result["content"][0]["text"]
-    return json.loads(result["content"][0]["text"])  # type: ignore[no-any-return]
+    return result["structuredContent"]  # type: ignore[no-any-return]
 
 
 def test_health_check_starts_nothing_then_the_first_call_starts_the_daemon(km: Keymem) -> None:
@@ -47,7 +46,7 @@ def test_health_check_starts_nothing_then_the_first_call_starts_the_daemon(km: K
         assert tool_result(rpc(proc, REMEMBER))["memory_id"].startswith("m_")
         [daemon_pid] = daemon_processes(km.data_dir)
         libs = " ".join(mapped_libraries(daemon_pid))
-        assert "_kuzu" in libs and "onnxruntime" in libs  # the check sees a loaded store where there is one ...
+        assert "_lbug" in libs and "onnxruntime" in libs  # the check sees a loaded store where there is one ...
         assert mapped_libraries(proc.pid) == []  # ... and the bridge itself never loads it
     # a session opened on a running daemon gets its live counts: test_every_tool_happy_and_error_paths
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,9 @@ def params(env: dict[str, str]) -> StdioServerParameters:
     return StdioServerParameters(command=SERVER_CMD[0], args=SERVER_CMD[1:], env=env)
 
 
+from keymem.server.render import render  # noqa: E402
+
+
 class Session:
     """A thin wrapper: ``ok`` asserts success and returns structuredContent, ``err`` returns the error text."""
 
@@ -30,7 +32,9 @@ class Session:
         r = await self.client.call_tool(tool, args)
         text = r.content[0].text  # type: ignore[union-attr]
         assert not r.is_error, f"{tool} failed: {text}"
-        assert r.structured_content == json.loads(text), "text content must be the same JSON"
+        assert r.structured_content is not None
+        assert text == render(tool, r.structured_content), "the text is the compact rendering of structuredContent"
+        assert not text.lstrip().startswith("{"), "the model reads lines, not JSON"
         return r.structured_content
 
     async def err(self, tool: str, args: dict[str, Any]) -> str:

@@ -11,7 +11,6 @@ the snapshot Explorer would open, which is then read on the host with Kuzu.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import subprocess
@@ -79,7 +78,7 @@ def test_image_runs_the_daemon_and_serves_an_mcp_client(image: str, minilm_dir: 
                                                    "keys": ["strawberry", "fruit"]})
                 assert not r.is_error, r.content
                 found = await c.call_tool("recall", {"query": "fruit"})
-                return json.loads(r.content[0].text), json.loads(found.content[0].text)  # type: ignore[union-attr]
+                return r.structured_content, found.structured_content  # type: ignore[return-value]
 
         remembered, recalled = asyncio.run(session())
         assert recalled["memory"]["memory_id"] == remembered["memory_id"]  # type: ignore[index]

@@ -62,7 +62,7 @@ def test_hook_scoped_to_the_working_directory(daemon: Keymem) -> None:
     remember(daemon, content="The billing service deploys on Fridays", keys=["billing", "deploy", "friday"],
              namespace="billing-svc")
     remember(daemon, content="The garden is watered on Fridays", keys=["garden", "watering", "friday"])
-    proc, _ = run_hook(env, prompt("when does billing deploy?", cwd="/home/u/billing-svc"))
+    proc, _ = run_hook(env, prompt("when does my billing service deploy?", cwd="/home/u/billing-svc"))
     ctx = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "billing service deploys" in ctx and "garden" not in ctx and "billing-svc" in ctx
     proc, _ = run_hook(env, prompt("when does billing deploy?", cwd="/home/u/other-project"))

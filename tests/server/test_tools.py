@@ -183,7 +183,7 @@ BAD_CALLS = [
     ("recall", {}, "recall: missing required argument 'query' (a string of 1 to 4000 characters)"),
     ("recall", {"query": "x", "querry": "y"},
      "recall: unknown argument 'querry' (did you mean 'query'?); the arguments are query, top_k, namespace, "
-     "context, explain"),
+     "context, explain, budget"),
     ("browse_keys", {"hubs_only": "maybe"}, "browse_keys: argument 'hubs_only' must be true or false (got \"maybe\")"),
     ("read_key", {"key_id": "k_1", "offset": -1},
      "read_key: argument 'offset' must be an integer from 0 to 1000000 (got -1)"),

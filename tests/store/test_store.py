@@ -60,7 +60,7 @@ def test_write_rolls_back_on_error(store: Store) -> None:
     assert store.query("meta/get", name="whole") == [{"value": "ok"}]
 
 
-def test_kuzu_error_inside_transaction_rolls_back(store: Store) -> None:
+def test_an_engine_error_inside_a_transaction_rolls_back(store: Store) -> None:
     with pytest.raises(RuntimeError), store.write() as tx:
         tx.run("memory/norm_create", id="x", memory_id="m1")
         tx.run("memory/norm_create", id="x", memory_id="m2")  # duplicate primary key
