@@ -45,27 +45,22 @@ KeyType = Literal["concept", "name", "proper_noun"]
 DecayProfile = Literal["transient", "standard", "stable", "permanent"]
 INIT_BUDGET_S = 1.0  # until when (s after start) `initialize` may wait for live counts
 
-MemoryId = Annotated[str, Field(description="A memory id (m_ + hex), as returned by recall, read_key or remember")]
-KeyId = Annotated[str, Field(description="A key id (k_ + hex), as returned by recall, read_key or browse_keys")]
-Namespace = Annotated[
-    str | None,
-    Field(description="Namespace (1-128 letters, digits or . : @ / + - _; default \"default\"). Namespaces never mix."),
-]
+MemoryId = Annotated[str, Field(description="Memory id (m_...)")]
+KeyId = Annotated[str, Field(description="Key id (k_...)")]
+Namespace = Annotated[str | None, Field()]  # "default" when omitted; namespaces never mix
 Query = Annotated[str, Field(min_length=1, max_length=4000, description="Short noun keywords, e.g. \"user pets\"")]
 KeyTypes = Annotated[
     list[KeyType] | dict[str, KeyType] | None,
-    Field(description="Types aligned with keys (or a map key -> type). concept (default) matches by meaning; "
-                      "name (people) and proper_noun (brands, places) match only exactly."),
+    Field(description="Per key: concept (default; by meaning), name (people), proper_noun (places, brands: exact)"),
 ]
-Ttl = Annotated[float | None, Field(gt=0, le=100 * 365 * 86400, description="Expire the memory after this many seconds")]
+Ttl = Annotated[float | None, Field(gt=0, description="Expire after this many seconds")]  # <= 100 years: domain
 Decay = Annotated[
     DecayProfile | None,
-    Field(description="How fast freshness decays: transient (7 d half-life), standard (90 d, default), "
-                      "stable (365 d), permanent (never)"),
+    Field(description="Half-life: transient 7 d, standard 90 d (default), stable 365 d"),
 ]
 Related = Annotated[
     list[str] | None,
-    Field(max_length=32, description="Ids of existing memories in the same namespace this one relates to"),
+    Field(max_length=32, description="Related memory ids"),
 ]
 
 
@@ -123,6 +118,49 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return walk(schema)
 
 
+def compact_schema(node: Any) -> Any:
+    """An input schema without what an agent reads for nothing in every session's context.
+
+    Pydantic's generated titles go, and an optional argument's ``anyOf [T, null]`` with
+    ``default: null`` becomes ``T`` (leaving it out is how a client passes null); bounds,
+    enums, defaults that say something and descriptions stay.
+    """
+    if isinstance(node, list):
+        return [compact_schema(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: compact_schema(v) for k, v in node.items() if k != "title"}
+    options = out.get("anyOf")
+    if isinstance(options, list) and {"type": "null"} in options and out.get("default", 0) is None:
+        rest = [o for o in options if o != {"type": "null"}]
+        out.pop("anyOf")
+        out.pop("default")
+        out = {**rest[0], **out} if len(rest) == 1 else {"anyOf": rest, **out}
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: compact_schema(v) for k, v in node["properties"].items()}
+    return out
+
+
+REMEMBER_ARGS = ("content", "keys", "key_types", "namespace", "ttl_seconds", "decay_profile", "related_to")
+
+
+def undescribe(schema: dict[str, Any], names: tuple[str, ...]) -> None:
+    for node in [schema, *schema.get("$defs", {}).values()]:
+        for name, prop in node.get("properties", {}).items():
+            if name in names:
+                prop.pop("description", None)
+
+
+def publish_key_types_as_list(schema: dict[str, Any]) -> dict[str, Any]:
+    """``key_types`` is published as a list aligned with ``keys``; a key -> type map is still accepted."""
+    for node in [schema, *schema.get("$defs", {}).values()]:
+        prop = node.get("properties", {}).get("key_types")
+        if prop and "anyOf" in prop:
+            listed = next(o for o in prop.pop("anyOf") if o.get("type") == "array")
+            prop.update(listed)
+    return schema
+
+
 def build_server(settings: Settings, backend: Backend, *, started: float | None = None) -> MCPServer:
     """The MCP server for one process; ``started`` (monotonic) bounds the wait for live counts."""
     t0 = time.monotonic() if started is None else started
@@ -133,9 +171,16 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
 
     tools: list[Tool] = []
 
-    def tool(annotations: ToolAnnotations) -> Any:
+    def tool(annotations: ToolAnnotations, as_remember: bool = False) -> Any:
+        """Register a tool; ``as_remember``: its arguments shared with remember go without descriptions
+        (the agent reads them once, on remember)."""
+
         def register(fn: Any) -> Any:
             t = KeymemTool.from_function(fn, annotations=annotations)
+            t.description = " ".join((t.description or "").split())  # a docstring's indentation is not for the model
+            t.parameters = publish_key_types_as_list(compact_schema(t.parameters))
+            if as_remember:
+                undescribe(t.parameters, REMEMBER_ARGS)
             t.parameters["additionalProperties"] = False  # unknown arguments are refused (KeymemTool.run)
             if t.fn_metadata.output_schema is not None:  # read live by the SDK (documented)
                 t.fn_metadata.output_schema = inline_refs(t.fn_metadata.output_schema)
@@ -170,50 +215,48 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
     @tool(read_only)
     async def recall(
         query: Query,
-        top_k: Annotated[int, Field(ge=1, le=50, description="Most keys to return")] = 5,
+        top_k: Annotated[int, Field(ge=1, le=50, description="Most keys")] = 5,
         namespace: Namespace = None,
         context: Annotated[
-            str | None, Field(max_length=20_000, description="The raw question or conversation; ranks the keys' memories for the preview")
+            str | None, Field(max_length=20_000, description="The raw question or conversation, to rank by")
         ] = None,
         explain: Annotated[bool, Field(description="Also return per-namespace counts")] = False,
         budget: Annotated[int | None, Field(ge=50, le=4000, description="Most tokens of memories (default 500)")] = None,
     ) -> Annotated[CallToolResult, RecallResult]:
-        """Route a query to ranked keys and preview the single memory those keys match best.
-
-        The preview carries matched_key, validity and connected_keys; it changes nothing. If it
-        lacks the fact you need, follow a key with read_key or re-recall the missing fact.
-        """
+        """Keys the query routes to, and the best memories within a token budget: direct matches, then
+        memories associated through shared keys (marked "via" their key path). Changes nothing. Need
+        more? read_key a key."""
         return await run("recall", dict(query=query, top_k=top_k, namespace=namespace, context=context, explain=explain,
                                         budget=budget))
 
     @tool(read_only)
     async def browse_keys(
         namespace: Namespace = None,
-        hubs_only: Annotated[bool, Field(description="Only hub keys (linked to several active memories)")] = False,
+        hubs_only: Annotated[bool, Field(description="Only hub keys")] = False,
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
         offset: Annotated[int, Field(ge=0, le=1_000_000)] = 0,
     ) -> Annotated[CallToolResult, BrowseResult]:
-        """List the active key vocabulary of a namespace, hubs first: use it when recall finds nothing."""
+        """A namespace's key vocabulary, hubs first: when recall finds nothing."""
         return await run("browse_keys", dict(namespace=namespace, hubs_only=hubs_only, limit=limit, offset=offset))
 
     @tool(read_only)
     async def read_key(
-        key_id: Annotated[str, Field(description="A key id (k_…) or a key's exact text")],
-        query: Annotated[str | None, Field(max_length=4000, description="The original question: ranks by relevance")] = None,
+        key_id: Annotated[str, Field(description="Key id (k_...) or a key's exact text")],
+        query: Annotated[str | None, Field(max_length=4000, description="The question, to rank by")] = None,
         namespace: Namespace = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
         offset: Annotated[int, Field(ge=0, le=1_000_000)] = 0,
     ) -> Annotated[CallToolResult, ReadKeyResult]:
-        """List one key's memories (id, preview, rank, link weight, validity), paged for hub keys."""
+        """One key's memories, best first, each with its other keys (the next hop); paged."""
         return await run("read_key", dict(key_id=key_id, query=query, namespace=namespace, limit=limit, offset=offset))
 
     @tool(writes)
     async def read_memory(
         memory_id: MemoryId,
-        via_key_id: Annotated[str | None, Field(description="The key you came through: strengthens only that link")] = None,
+        via_key_id: Annotated[str | None, Field(description="Key you came through (strengthens that link)")] = None,
         namespace: Namespace = None,
     ) -> Annotated[CallToolResult, MemoryView]:
-        """Read a memory's full text, keys and validity. Records the access; never confirms the fact."""
+        """A memory's full text, keys and validity. Records the access; never confirms the fact."""
         return await run("read_memory", dict(memory_id=memory_id, via_key_id=via_key_id, namespace=namespace))
 
     @tool(writes)
@@ -221,10 +264,10 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         memory_id: MemoryId,
         evidence: Annotated[str, Field(min_length=1, max_length=4000, description="What confirms the fact now")],
         namespace: Namespace = None,
-        source: Annotated[str | None, Field(max_length=500, description="Where the evidence came from: user, a URL, an observation")] = None,
+        source: Annotated[str | None, Field(max_length=500, description="user, a URL, an observation")] = None,
     ) -> Annotated[CallToolResult, MemoryView]:
-        """Refresh and deepen a memory after explicit current evidence (a user assertion, an authoritative
-        current source, direct observation). A successful read is not evidence."""
+        """Refresh a memory on explicit current evidence (the user, an authoritative source, direct
+        observation). A successful read is not evidence."""
         return await run("confirm_memory", dict(memory_id=memory_id, evidence=evidence, namespace=namespace, source=source))
 
     @tool(writes)
@@ -237,12 +280,12 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         decay_profile: Decay = None,
         related_to: Related = None,
     ) -> Annotated[CallToolResult, RememberResult]:
-        """Store a durable fact under keys. An identical active fact returns the existing id with duplicate=true."""
+        """Store a durable fact under keys (an identical active fact: its id, duplicate=true)."""
         return await run("remember", dict(content=content, keys=keys, key_types=key_types, namespace=namespace,
                                           ttl_seconds=ttl_seconds, decay_profile=decay_profile, related_to=related_to),
                          with_source=True)
 
-    @tool(writes)
+    @tool(writes, as_remember=True)
     async def correct(
         memory_id: MemoryId,
         content: Content,
@@ -253,15 +296,15 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         related_to: Related = None,
         namespace: Namespace = None,
     ) -> Annotated[CallToolResult, CorrectResult]:
-        """Replace a fact that changed: the new version becomes current, the old one stays readable by id
-        (superseded) but leaves every search. Omitted keys, TTL and profile carry over."""
+        """Replace a fact that changed: the old version stays readable by id but leaves search. Omitted
+        keys, TTL and profile carry over."""
         return await run("correct", dict(memory_id=memory_id, content=content, keys=keys, key_types=key_types,
                                          ttl_seconds=ttl_seconds, decay_profile=decay_profile, related_to=related_to,
                                          namespace=namespace), with_source=True)
 
     @tool(writes)
     async def dismiss(memory_id: MemoryId, key_id: KeyId, namespace: Namespace = None) -> Annotated[CallToolResult, DismissResult]:
-        """Negative feedback: the fact is right but should not surface from this key. Weakens only that link."""
+        """The fact is right but should not surface from this key: weakens that link."""
         return await run("dismiss", dict(memory_id=memory_id, key_id=key_id, namespace=namespace))
 
     @tool(ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False))
@@ -279,11 +322,11 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         decay_profile: Decay = None
         related_to: Related = None
 
-    @tool(writes)
+    @tool(writes, as_remember=True)
     async def remember_batch(
-        items: Annotated[list[RememberItem], Field(min_length=1, max_length=1000, description="Memories to store, in order")],
+        items: Annotated[list[RememberItem], Field(min_length=1, max_length=1000)],
     ) -> Annotated[CallToolResult, BatchResult]:
-        """Store several facts at once (each with its own keys, TTL and profile); results in input order."""
+        """Store several facts (each as remember takes it); results in input order."""
         payload = [item.model_dump(exclude_none=True) for item in items]
         return await run("remember_batch", {"items": payload}, with_source=True)
 
