@@ -11,11 +11,11 @@ query)`` and reads memories with ``read_memory(memory_id, via_key_id)``. This be
 that with a deterministic scripted agent (no LLM) on every LoCoMo question (categories 1-4), on
 the same stores as bench/locomo.py (same loader, same key sources, same deterministic ids).
 
-What the agent sees is what an MCP client sees: the ``.dump()`` of the domain view each tool
-returns (keymem/server/tools.py returns those views; the SDK sends them as structuredContent and
-as the same JSON in text). Tokens are counted with the MiniLM WordPiece tokenizer on that JSON
-(``json.dumps(..., ensure_ascii=False)``; WordPiece ignores the SDK's indentation), as
-bench/locomo.py counts the ``recall`` result.
+What the agent sees is what an MCP client's model reads: the text content of each tool result,
+the compact lines keymem/server/render.py makes of the domain view (the full view goes to
+structuredContent, for programs). Tokens are counted with the MiniLM WordPiece tokenizer on
+that text. ``recall`` returns the best memories within its token budget (500 by default), each
+whole: all of them count as *in full*.
 
 **In context.** A memory is *in full* once a call returned its whole text: ``recall``'s passive
 memory, a ``read_memory``, or a ``read_key`` preview that is not truncated (a preview is the
@@ -73,13 +73,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 import locomo  # noqa: E402
 
+from keymem.server.render import render  # noqa: E402
+
 CALL_MARKS = (1, 2, 4, 8)
 FIXED_NOW = 1_800_000_000.0  # the graph's clock starts here (BenchClock)
 
-# Rough costs the agent plans with (MiniLM tokens of the JSON, means measured on LoCoMo stores).
-COST_PAGE_HEAD = 150  # read_key: the key view, total, offset, limit
-COST_PREVIEW = 185  # read_key: one listed memory (id, preview, rank, scores, validity)
-COST_MEMORY = 500  # read_memory: one memory with its keys and validity
+# Rough costs the agent plans with (MiniLM tokens of the text content, keymem/server/render.py).
+COST_PAGE_HEAD = 30  # read_key: the key line
+COST_PREVIEW = 100  # read_key: one listed memory (id, preview, its other keys)
+COST_MEMORY = 120  # read_memory: one memory with its keys
 OPEN_PAGE = 10  # read_key's default page size
 
 
@@ -130,15 +132,15 @@ class Session:
 
     def _record(self, tool: str, args: dict[str, Any], result: dict[str, Any], texts: list[str],
                 full: set[str], seen: set[str]) -> dict[str, Any]:
-        tokens = self.ntok(json.dumps(result, ensure_ascii=False))
+        tokens = self.ntok(render(tool, result))
         self.calls.append(Call(tool, args, tokens, sum(self.ntok(t) for t in texts), full, seen | full))
         return result
 
     def recall(self, top_k: int) -> dict[str, Any]:
         res = self.graph.recall(query=self.query, top_k=top_k).dump()
-        mem = res["memory"]
-        full = {mem["memory_id"]} if mem else set()
-        return self._record("recall", {"top_k": top_k}, res, [mem["content"]] if mem else [], full, set())
+        mems = res["memories"]
+        return self._record("recall", {"top_k": top_k}, res, [m["content"] for m in mems],
+                            {m["memory_id"] for m in mems}, set())
 
     def read_key(self, key_id: str, limit: int) -> dict[str, Any]:
         res = self.graph.read_key(key_id=key_id, query=self.query, limit=limit).dump()
@@ -278,6 +280,7 @@ def observe(state: AgentState, tool: str, result: dict[str, Any], call: Call) ->
         state.keys_read.add(result["key"]["key_id"])
         state.last_page = [Listed(m["memory_id"], result["key"]["key_id"], m["within_key_rank"],
                                   truncated(m["preview"])) for m in result["memories"]]
+        _connect(state, [k["key_id"] for m in result["memories"] for k in m.get("other_keys", [])])
     elif tool == "read_memory":
         _connect(state, [k["key_id"] for k in result["keys"]])
 

@@ -46,6 +46,7 @@ DECAY_FACTOR = 0.98
 # Association (see associate): values chosen by measurement on LoCoMo, docs/BENCHMARKS.md.
 SEED_MEMORIES = 5  # direct candidates that seed the walk ...
 SEED_FLOOR = 0.3  # ... when their score is at least this share of the best one's
+OFF_ANCHOR = 0.3  # a seed not linked to a key the query names passes this share (when one is linked)
 BEAM = 20  # memories expanded further at each later hop
 RESTART = 0.5  # hop h keeps (1 - RESTART)**h of the activation it moves
 KEY_SIZE_DAMPING = 1.0  # a key of n memories passes (1/(n-1))**this to each of its other memories
@@ -209,12 +210,16 @@ def specificity(members: int) -> float:
     return (1.0 / max(1, members - 1)) ** KEY_SIZE_DAMPING
 
 
-def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: float) -> Association:
+def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: float,
+              anchored: set[str] | None = None) -> Association:
     """Spreading activation from the best direct hits, along specific shared keys.
 
     Seeds: the best ``SEED_MEMORIES`` direct candidates, with activation in proportion to their
     score (the best is 1; seeding the routed keys instead, HippoRAG-style, measured worse on
-    LoCoMo: docs/BENCHMARKS.md). Each hop, a memory passes its activation through each of its
+    LoCoMo: docs/BENCHMARKS.md). When some seeds are ``anchored`` (linked to a key the query
+    names specifically, ``anchor_keys``), the others pass only ``OFF_ANCHOR`` of theirs: the
+    association a question about "Dorian" needs starts at Dorian's memories, not at a turn that
+    happens to share its words. Each hop, a memory passes its activation through each of its
     walkable keys to the key's other visible memories: ``a x specificity(n) x link strengths x
     (1 - RESTART)``, where a key of ``n`` memories passes ``1/(n-1)`` (a key two memories
     share is a strong association, a key of fifty almost none), and RELATED_TO edges pass
@@ -230,6 +235,8 @@ def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: fl
     top = seeds[0].score
     seeds = [c for c in seeds if c.score >= SEED_FLOOR * top]
     frontier = {c.memory_id: c.score / top for c in seeds}
+    if anchored and any(m in anchored for m in frontier):  # the query names an entity: spread from it
+        frontier = {m: a if m in anchored else a * OFF_ANCHOR for m, a in frontier.items()}
     out.seeds = dict(frontier)
     expanded: set[str] = set(frontier)
     keep = 1.0 - RESTART
@@ -296,6 +303,7 @@ class Ranking:
     routed: dict[str, tuple[float, str]]
     fan: dict[str, int]
     anchors: list[str]
+    anchored: set[str]  # memories linked to an anchor
     ranked: list[Candidate]
     association: Association
     lexical: list[tuple[str, float]]
@@ -353,8 +361,10 @@ def rank(graph: Parts, query: str, namespace: str, hops: int) -> Ranking:
             cands[mid].score *= factors[mid]
             cands[mid].direct = cands[mid].score
     found = Association()
+    anchors = anchor_keys(graph, query, routed, fan)
+    anchored = {m for k in anchors for m in graph.mirror.key_links(k, now)[0]}
     if hops and cands:
-        found = associate(graph.neighbourhood, cands, hops, now)
+        found = associate(graph.neighbourhood, cands, hops, now, anchored)
         scale = ASSOC_WEIGHT * max(c.score for c in cands.values())  # association of 1: this much
         new = [m for m in found.mass if m not in cands]
         factors.update(graph.mirror.rank_factors(new, now))
@@ -368,7 +378,7 @@ def rank(graph: Parts, query: str, namespace: str, hops: int) -> Ranking:
             c.score += scale * a
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))
     return Ranking(query=query, namespace=ns, now=now, qvec=qvec, routed=routed, fan=fan,
-                   anchors=anchor_keys(graph, query, routed, fan), ranked=ranked, association=found, lexical=lex,
+                   anchors=anchors, anchored=anchored, ranked=ranked, association=found, lexical=lex,
                    key_path=keyed, seen_links=seen_links, texts=_Texts(graph))
 
 

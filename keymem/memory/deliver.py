@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 STRONG_COSINE = 0.8  # a concept key routed this close makes a query confident (with its memories on top)
 WEAK_LEXICAL = 0.85  # capped BM25 below this, with no confident key: the tool says nothing matched
+UNANCHORED_SHARE = 0.8  # with a named entity, a direct memory not linked to it needs this share of the best
 CHARS_PER_TOKEN = 4.0  # WordPiece on English text (the budget is an estimate; ids count apart)
 ID_TOKENS = 14  # a memory id and its brackets
 
@@ -129,6 +130,10 @@ def deliver(graph: Parts, r: Ranking, recipe: Recipe) -> Delivery:
             reranked = True
     if direct and not reranked:
         floor = recipe.direct_share * direct[0].direct
+        if r.anchored & {c.memory_id for c in direct[: recipe.max_direct]}:
+            # the query names something: other memories must match about as well as the best to be shown
+            unnamed = max(floor, UNANCHORED_SHARE * direct[0].direct)
+            direct = [c for c in direct if c.memory_id in r.anchored or c.direct >= unnamed]
         picked = [(c.memory_id, c.direct, 0) for c in direct[: recipe.max_direct] if c.direct >= floor]
     shown = {m for m, _, _ in picked}
     found = r.association
