@@ -24,10 +24,13 @@ PROTOCOL_RULES = (
 )
 
 NAVIGATION = (
-    "`recall` returns ranked keys plus one passive preview: the memory those keys match best. If the preview lacks the "
-    "fact you need, follow a connected key with `read_key(key_id, query)` and open a memory with "
-    "`read_memory(memory_id, via_key_id)`; stop when the evidence is complete or no promising key is left. "
-    "When `recall` finds nothing, `browse_keys` lists the key vocabulary (hubs first). Keys: give names "
+    "`recall` returns ranked keys and the best memories within a token budget: direct matches first, then "
+    "memories associated with them through shared keys, marked \"via\" the key path; weigh those as leads. If "
+    "they lack the fact you need, follow a key with `read_key(key_id, query)` (a key id or its exact text; each "
+    "listed memory shows its other keys, the next hop) and open a memory with `read_memory(memory_id, "
+    "via_key_id)`; stop when the evidence is complete or no promising key is left. When `recall` says nothing "
+    "matched with confidence, do not treat its keys as an answer; `browse_keys` lists the key vocabulary (hubs "
+    "first). Keys: give names "
     "(`key_type` name) and brands/places (proper_noun) exact-match types, everything else concept; add keys in "
     "several languages when the user mixes them. `dismiss` weakens one key-memory link that led you astray; "
     "`forget` deletes a memory for good."
