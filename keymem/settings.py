@@ -80,8 +80,10 @@ VARS: dict[str, Var] = {
     "cleanup_interval_ms": Var("KEYMEM_CLEANUP_INTERVAL_MS", "int", "Daemon TTL/alias sweep interval", minimum=1000),
     "recall_hops": Var("KEYMEM_RECALL_HOPS", "int", "Default expansion hops for direct recall", minimum=1, maximum=5),
     "task_evidence_selection": Var("KEYMEM_TASK_EVIDENCE_SELECTION", "bool", "Comparison-aware evidence selection"),
-    "inject_min_relevance": Var(
-        "KEYMEM_INJECT_MIN_RELEVANCE", "float", "Absolute relevance floor for hook injection (0..1)", minimum=0, maximum=1
+    "inject_min_association": Var(
+        "KEYMEM_INJECT_MIN_ASSOCIATION", "float",
+        "Association strength an associated memory needs for the hook (1: the best hit; one specific key away: 0.5)",
+        minimum=0, maximum=1,
     ),
     "inject_max": Var("KEYMEM_INJECT_MAX", "int", "Most memories injected per prompt", minimum=1, maximum=20),
     "transcript_access": Var("KEYMEM_TRANSCRIPT_ACCESS", "opt_bool", "Read host transcripts for provenance (unset = auto)"),
@@ -141,8 +143,8 @@ class Settings:
     cleanup_interval_ms: int = 3_600_000
     recall_hops: int = 2
     task_evidence_selection: bool = True
-    inject_min_relevance: float = 0.35
-    inject_max: int = 3
+    inject_min_association: float = 0.2
+    inject_max: int = 4
     transcript_access: bool | None = None
     hook_installed: bool = False
     hook_timeout_ms: int = 9000

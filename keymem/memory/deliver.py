@@ -237,7 +237,10 @@ def recall_inject(graph: Parts, request: InjectRequest) -> InjectResult:
     """Memories for the prompt hook: nothing unless the prompt names something stored; then the
     best direct hits and the strongest associations, each with its path."""
     r = rank(graph, request.prompt, request.namespace, graph.settings.recall_hops)
-    chosen = deliver(graph, r, HOOK).memories
+    limit = graph.settings.inject_max
+    recipe = replace(HOOK, max_direct=min(HOOK.max_direct, limit), max_associated=max(0, limit - HOOK.max_direct),
+                     min_association=graph.settings.inject_min_association)
+    chosen = deliver(graph, r, recipe).memories[:limit]
     if not chosen:
         return InjectResult(memory_ids=[], text="")
     return InjectResult(memory_ids=[d.memory_id for d in chosen], text=inject_text(chosen))
