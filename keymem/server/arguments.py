@@ -6,7 +6,8 @@ turns the same errors into ``recall: argument 'top_k' must be an integer from 1 
 500)``: which argument (a path such as ``items[1].content`` inside lists and objects), what
 was wrong with it, and what is allowed, read from the tool's JSON input schema (the one the
 agent saw in ``tools/list``). :func:`unknown_arguments` names arguments the tool does not
-have, which pydantic would drop silently.
+have, which pydantic would drop silently; :func:`strings_for_scalars` refuses ``"5"`` for an
+integer as ``"five"`` is refused (pydantic would convert it silently).
 """
 
 from __future__ import annotations
@@ -45,6 +46,38 @@ def unknown_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -
         close = difflib.get_close_matches(name, allowed, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         out.append(f"unknown argument '{name}'{hint}; the arguments are {', '.join(allowed)}")
+    return out
+
+
+def strings_for_scalars(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """A problem line for each string given where the schema allows only numbers or booleans.
+
+    Pydantic's lax mode turns ``"5"`` into 5 and ``"true"`` into True while it refuses ``"five"``;
+    keymem refuses every string there, with the same line as for ``"five"``.
+    """
+    out: list[str] = []
+
+    def visit(value: Any, node: Mapping[str, Any], path: tuple[Any, ...]) -> None:
+        branches = _branches(node, schema)
+        if isinstance(value, str):
+            kinds = {b.get("type") for b in branches}
+            if kinds and kinds <= {"integer", "number", "boolean"}:
+                out.append(f"argument '{_walk(schema, path)[1]}' must be {_allowed(node, schema)} (got {_got(value)})")
+            return
+        for branch in branches:
+            if isinstance(value, Mapping) and (branch.get("properties") or branch.get("additionalProperties")):
+                props, extra = branch.get("properties", {}), branch.get("additionalProperties")
+                for k, v in value.items():
+                    sub = props.get(k, extra if isinstance(extra, Mapping) else None)
+                    if isinstance(sub, Mapping):
+                        visit(v, sub, (*path, k))
+                return
+            if isinstance(value, list) and branch.get("type") == "array" and isinstance(branch.get("items"), Mapping):
+                for i, v in enumerate(value):
+                    visit(v, branch["items"], (*path, i))
+                return
+
+    visit(arguments, schema, ())
     return out
 
 

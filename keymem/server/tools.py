@@ -16,7 +16,7 @@ import time
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -65,25 +65,56 @@ Related = Annotated[
 
 
 class KeymemTool(Tool):
-    """A tool whose argument errors read as one line (see :mod:`keymem.server.arguments`)."""
+    """A tool whose errors read as one line, ``<tool>: <what was wrong>`` (see :mod:`keymem.server.arguments`).
+
+    The SDK prefixes every error with ``Error executing tool <name>: ``; argument errors are
+    rewritten from pydantic's, domain errors (raised as ToolError by ``call``) get the tool's
+    name instead of the SDK's prefix, and a crash says only that it happened (details: the log).
+    """
+
+    # What the tool accepts, which is more than the published schema says (key_types as a map):
+    # errors are worded from it. None: the published schema.
+    accepted: dict[str, Any] | None = None
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        unknown = keymem_arguments.unknown_arguments(arguments, self.parameters)
-        if unknown:
-            found = list(unknown)
+        schema = self.accepted or self.parameters
+        found = keymem_arguments.unknown_arguments(arguments, schema)
+        found += keymem_arguments.strings_for_scalars(self.fn_metadata.pre_parse_json(arguments), schema)
+        if found:
             try:
                 self.fn_metadata.validate_arguments(arguments)
             except ValidationError as exc:
-                found += keymem_arguments.problems(exc, arguments, self.parameters)
+                found += keymem_arguments.problems(exc, arguments, schema)
             raise ToolError(keymem_arguments.join(self.name, found))
         try:
             return await super().run(arguments, context, convert_result)
+        except UnexpectedToolError as exc:  # a crash: logged by the SDK with its traceback
+            raise UnexpectedToolError(f"{self.name}: internal error (the keymem log has the details)") from (
+                exc.__cause__ or exc)
         except ToolError as exc:
             cause = exc.__cause__
-            if not isinstance(cause, ValidationError) or exc.__class__ is not ToolError:
-                raise
-            # from the ValidationError: the SDK logs the rejected field names (never the values)
-            raise ToolError(keymem_arguments.describe(self.name, cause, arguments, self.parameters)) from cause
+            if isinstance(cause, ValidationError):
+                # from the ValidationError: the SDK logs the rejected field names (never the values)
+                raise ToolError(keymem_arguments.describe(self.name, cause, arguments, schema)) from cause
+            if isinstance(cause, ToolError):  # a domain error from call(): its own words after the tool's name
+                text = str(cause)
+                raise ToolError(text if text.startswith(f"{self.name}:") else f"{self.name}: {text}") from cause
+            raise
+
+
+class KeymemServer(MCPServer):
+    """The MCP server; a call of a tool it does not have is refused naming its tools."""
+
+    tool_names: tuple[str, ...] = ()
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if name not in self.tool_names:
+            import difflib
+
+            close = difflib.get_close_matches(name, self.tool_names, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ToolError(f"{name}: unknown tool{hint}; the tools are {', '.join(self.tool_names)}")
+        return await super().call_tool(name, arguments, context)
 
 
 def _keys(settings: Settings, required: bool) -> Any:
@@ -178,6 +209,7 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         def register(fn: Any) -> Any:
             t = KeymemTool.from_function(fn, annotations=annotations)
             t.description = " ".join((t.description or "").split())  # a docstring's indentation is not for the model
+            t.accepted = compact_schema(t.parameters)
             t.parameters = publish_key_types_as_list(compact_schema(t.parameters))
             if as_remember:
                 undescribe(t.parameters, REMEMBER_ARGS)
@@ -330,12 +362,14 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         payload = [item.model_dump(exclude_none=True) for item in items]
         return await run("remember_batch", {"items": payload}, with_source=True)
 
-    server = MCPServer(
+    server = KeymemServer(
         "keymem",
         version=__version__,
         instructions=texts.instructions(None, settings.hook_installed),
         tools=tools,
     )
+
+    server.tool_names = tuple(t.name for t in tools)
 
     @server.prompt(name="memory_system_prompt", description="System-prompt template: the keymem recall/remember protocol")
     def memory_system_prompt() -> str:

@@ -12,7 +12,7 @@ from mcp import Client
 from keymem.errors import InvalidInput, NotFound
 from keymem.server import texts
 from keymem.server.protocol import DaemonUnavailable
-from keymem.server.tools import build_server
+from keymem.server.tools import REMEMBER_ARGS, build_server
 from keymem.settings import load_settings
 
 TEN = ["recall", "browse_keys", "read_key", "read_memory", "confirm_memory",
@@ -69,7 +69,8 @@ def test_exactly_ten_tools_with_documented_arguments(fake: FakeBackend) -> None:
         assert t.output_schema and t.output_schema.get("type") == "object", t.name
         props = t.input_schema["properties"]
         for name, prop in props.items():
-            if name not in ("limit", "offset", "namespace", "items"):
+            described_once = t.name in ("correct", "remember_batch") and name in REMEMBER_ARGS  # on remember
+            if name not in ("limit", "offset", "namespace", "items") and not described_once:
                 assert "description" in prop or "$ref" in prop or name in ("query",), (t.name, name)
     by_name = {t.name: t for t in tools}
     recall = by_name["recall"].input_schema["properties"]
@@ -194,7 +195,7 @@ BAD_CALLS = [
     ("remember", {"content": "x", "keys": ["ok", ""]},
      "remember: argument 'keys[1]' must be a string of 1 to 200 characters (got an empty string)"),
     ("remember", {"content": "x", "keys": ["k"], "ttl_seconds": 0},
-     "remember: argument 'ttl_seconds' must be a number greater than 0 and at most 3153600000 (got 0)"),
+     "remember: argument 'ttl_seconds' must be a number greater than 0 (got 0)"),  # <= 100 years: the domain's
     ("remember", {"content": "x", "keys": ["k"], "decay_profile": "forever"},
      "remember: argument 'decay_profile' must be one of \"transient\", \"standard\", \"stable\", \"permanent\" "
      "(got \"forever\")"),
@@ -217,6 +218,25 @@ BAD_CALLS = [
 ]
 
 
+# A number or a boolean given as a string is refused like "five" is (pydantic would convert it).
+BAD_CALLS += [
+    ("recall", {"query": "x", "top_k": "5"}, "recall: argument 'top_k' must be an integer from 1 to 50 (got \"5\")"),
+    ("recall", {"query": "x", "explain": "true", "budget": "100"},
+     "recall: argument 'explain' must be true or false (got \"true\"); argument 'budget' must be an integer from "
+     "50 to 4000 (got \"100\")"),
+    ("remember", {"content": "x", "keys": ["k"], "ttl_seconds": "60"},
+     "remember: argument 'ttl_seconds' must be a number greater than 0 (got \"60\")"),
+    ("remember_batch", {"items": [{"content": "x", "keys": ["k"], "ttl_seconds": "60"}]},
+     "remember_batch: argument 'items[0].ttl_seconds' must be a number greater than 0 (got \"60\")"),
+    ("remember_batch", {"items": '[{"content": "x", "keys": ["k"], "ttl_seconds": "60"}]'},  # a list sent as JSON text
+     "remember_batch: argument 'items[0].ttl_seconds' must be a number greater than 0 (got \"60\")"),
+    # a tool the server does not have
+    ("recal", {"query": "x"},
+     "recal: unknown tool (did you mean 'recall'?); the tools are recall, browse_keys, read_key, read_memory, "
+     "confirm_memory, remember, correct, dismiss, forget, remember_batch"),
+]
+
+
 def test_argument_errors_are_one_line_an_agent_can_act_on(fake: FakeBackend) -> None:
     got: list[str] = []
 
@@ -232,6 +252,26 @@ def test_argument_errors_are_one_line_an_agent_can_act_on(fake: FakeBackend) -> 
     for (tool, args, expected), text in zip(BAD_CALLS, got, strict=True):
         assert text == expected, (tool, args)
         assert "\n" not in text and "pydantic" not in text
+
+
+@pytest.mark.parametrize(("error", "text"), [
+    # the domain's words after the tool's name, never the SDK's "Error executing tool recall: "
+    (InvalidInput("query must not be empty"), "recall: query must not be empty"),
+    (InvalidInput("key_types has 1 entries for 2 keys"), "recall: key_types has 1 entries for 2 keys"),
+    (InvalidInput("recall: unknown argument(s) x"), "recall: unknown argument(s) x"),  # named once
+    (DaemonUnavailable("no keymem daemon is running"), "recall: keymem is unavailable: no keymem daemon is running"),
+    (RuntimeError("a bug"), "recall: internal error (the keymem log has the details)"),
+])
+def test_every_tool_error_is_one_line_naming_the_tool(fake: FakeBackend, error: BaseException, text: str) -> None:
+    fake.error = error
+
+    async def main() -> str:
+        async with Client(server(fake)) as c:
+            r = await c.call_tool("recall", {"query": "   "})
+            assert r.is_error
+            return str(r.content[0].text)  # type: ignore[union-attr]
+
+    assert run(main()) == text
 
 
 def test_input_schemas_say_unknown_arguments_are_refused(fake: FakeBackend) -> None:
