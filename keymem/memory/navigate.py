@@ -240,6 +240,7 @@ def memory_view(graph: Parts, m: dict[str, Any], now: float) -> MemoryView:
         validity=validity(m, graph.settings, now), depth=round(m["depth"], 4), depth_stage=depth_stage(m["depth"]),  # type: ignore[arg-type]
         access_count=int(m["access_count"]), supersedes=m["supersedes"], superseded_by=m["superseded_by"],
         active=bool(m["active"]), source=json.loads(m["source"]) if m["source"] else None,
+        last_confirmation=json.loads(m["evidence"]) if m.get("evidence") else None,
         related_to=related, expires_at=iso(m["expires_at"]),
     )
 

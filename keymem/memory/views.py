@@ -135,7 +135,10 @@ class MemoryView(View):
     supersedes: str | None
     superseded_by: str | None
     active: bool
-    source: dict[str, Any] | None
+    source: dict[str, Any] | None = Field(description="Who stored it (host session, agent, transcript line)")
+    last_confirmation: dict[str, Any] | None = Field(
+        default=None, description="The latest confirm_memory: its evidence and source (null until confirmed)"
+    )
     related_to: list[str]
     expires_at: str | None
 

@@ -163,9 +163,23 @@ def test_confirm_deepens_and_refreshes(graph: MemoryGraph, clock) -> None:
     c = graph.confirm_memory(memory_id=a.memory_id, evidence="user said so today")
     assert c.depth == pytest.approx(0.05) and c.validity.confirmation_count == 1
     assert c.validity.status == "fresh" and c.validity.freshness == 1.0
+    assert c.last_confirmation == {"evidence": "user said so today", "source": None}
     for _ in range(30):
         c = graph.confirm_memory(memory_id=a.memory_id, evidence="again")
     assert c.depth == 1.0 and c.depth_stage == "deep"
+
+
+def test_confirm_shows_its_evidence_and_source(graph: MemoryGraph) -> None:
+    """confirm_memory(source="user") answered "source": null: the view's source is who stored the
+    memory; the confirmation's own evidence and source are its last_confirmation."""
+    a = graph.remember(content="the office moved to Berlin", keys=["office"], source={"tool": "test"})
+    assert graph.read_memory(memory_id=a.memory_id).last_confirmation is None
+    c = graph.confirm_memory(memory_id=a.memory_id, evidence="the user said so today", source="user")
+    assert c.last_confirmation == {"evidence": "the user said so today", "source": "user"}
+    assert c.source == {"tool": "test"}  # who stored it, unchanged
+    read = graph.read_memory(memory_id=a.memory_id).dump()
+    assert read["last_confirmation"] == {"evidence": "the user said so today", "source": "user"}
+    assert graph.memory_json(a.memory_id)["last_confirmation"]["source"] == "user"  # a replayed confirm's answer
 
 
 def test_validity_thresholds_and_permanent(graph: MemoryGraph, clock) -> None:
