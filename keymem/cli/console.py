@@ -47,7 +47,8 @@ Statements end with ';' and may span several lines. Commands:
   :schema [TABLE]    tables with their properties (and a rel's endpoints)
   :explain QUERY     Kuzu's plan for QUERY
   :expand ID [HOPS]  the neighbourhood the association walk reads from a memory or key id
-                     (default 2 hops): hop, from, via key, to, link weights, association mass
+                     (default 2 hops): hop, from, via key, to (memories by their first
+                     words), the id reached, link weights, association mass
   :format table|json|csv
   :write on|off      allow statements that change the store (bypasses keymem's invariants)
   :timing on|off     show the time of each statement
@@ -252,7 +253,13 @@ class Console:
         params: dict[str, Any] = {"id": parts[0]}
         if len(parts) == 2:
             params["hops"] = int(parts[1])
-        self.show(self.target.request("cypher_expand", params))
+        result = self.target.request("cypher_expand", params)
+        if self.fmt == "table":  # for reading: memories by their first words, keys by name, the id to go on with
+            keep = {"hop": "hop", "from_text": "from", "via": "via", "to_text": "to", "to": "to_id", "w_from": "w_from",
+                    "w_to": "w_to", "mass": "mass"}
+            at = [result["columns"].index(c) for c in keep]
+            result = {**result, "columns": list(keep.values()), "rows": [[r[i] for i in at] for r in result["rows"]]}
+        self.show(result)
 
     def show(self, result: dict[str, Any]) -> None:
         text = render(result, self.fmt, self.width())

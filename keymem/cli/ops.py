@@ -145,7 +145,18 @@ def _filled(name: str, table: str) -> str:
     return cypher.load(name).text.replace("{{table}}", table)
 
 
-EXPAND_COLUMNS = ["hop", "from", "via", "key_id", "to", "w_from", "w_to", "mass"]
+EXPAND_COLUMNS = ["hop", "from", "from_text", "via", "key_id", "to", "to_text", "w_from", "w_to", "mass"]
+EXPAND_WORDS = 6  # a memory is shown by its first words (at most EXPAND_CHARS characters)
+EXPAND_CHARS = 40
+
+
+def first_words(text: str, words: int = EXPAND_WORDS, chars: int = EXPAND_CHARS) -> str:
+    """A memory's first words, for a table cell: "Python is a programming language loved …"."""
+    parts = text.split()
+    short = " ".join(parts[:words])
+    if len(short) > chars:
+        return short[: chars - 1].rstrip() + "…"
+    return short + (" …" if len(parts) > words else "")
 EXPAND_MAX_HOPS = 5
 
 
@@ -172,8 +183,9 @@ def cypher_expand(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     Runs the walk of ``recall_direct`` (``associative.associate``) from the memory as its only
     seed, or from a key's visible memories (hop 1: key -> memory, weighted by link weight), over
     ``CypherNeighbourhood``: the same ``cypher/neighbourhood`` statements. One row per edge the walk
-    follows: the hop, the frontier memory, the shared key (or RELATED_TO), the memory reached, the
-    two link weights, and the reached memory's association mass (the largest is 1).
+    follows: the hop, the frontier memory (id and first words), the shared key (its name and id, or
+    RELATED_TO), the memory reached (id and first words), the two link weights, and the reached
+    memory's association mass (the largest is 1).
     """
 
     from keymem.index.neighbourhood import CypherNeighbourhood
@@ -222,17 +234,20 @@ def cypher_expand(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
             for kid, w1 in hop.keys_of.get(src, ()):
                 rows.extend([h, src, None, kid, dst, w1, w2, mass.get(dst)] for dst, w2 in hop.members[kid] if dst != src)
             rows.extend([h, src, "RELATED_TO", None, dst, w, w, mass.get(dst)] for dst, w in hop.related.get(src, ()))
+    truncated = len(rows) > MAX_ROWS
+    rows = rows[:MAX_ROWS]
     texts = {r["k"]["id"]: r["k"]["text"] for r in store.query("key/get_many", ids=sorted({r[3] for r in rows if r[3]}))} \
         if any(r[3] for r in rows) else {}
-    for r in rows:
-        if r[3]:
-            r[2] = texts.get(r[3], "")
-        r[5] = None if r[5] is None else round(r[5], 4)
-        r[6] = round(r[6], 4)
-    truncated = len(rows) > MAX_ROWS
-    return {"columns": EXPAND_COLUMNS, "types": ["INT64", "STRING", "STRING", "STRING", "STRING", "DOUBLE", "DOUBLE",
-                                                 "DOUBLE"],
-            "rows": rows[:MAX_ROWS], "truncated": truncated, "ms": round((time.perf_counter() - started) * 1000, 2)}
+    mids = sorted({r[1] for r in rows if r[1]} | {r[4] for r in rows})
+    words = {r["m"]["id"]: first_words(r["m"]["content"]) for r in store.query("memory/get_many", ids=mids)} \
+        if mids else {}
+    out = []
+    for hop, src, via, kid, dst, w1, w2, reached in rows:
+        out.append([hop, src, words.get(src, ""), texts.get(kid, "") if kid else via, kid, dst, words.get(dst, ""),
+                    None if w1 is None else round(w1, 4), round(w2, 4), reached])
+    return {"columns": EXPAND_COLUMNS, "types": ["INT64", "STRING", "STRING", "STRING", "STRING", "STRING", "STRING",
+                                                 "DOUBLE", "DOUBLE", "DOUBLE"],
+            "rows": out, "truncated": truncated, "ms": round((time.perf_counter() - started) * 1000, 2)}
 
 
 @daemon_method

@@ -235,9 +235,13 @@ def test_expand_shows_the_walk_from_a_memory_and_a_key(graph: Any, populated: di
 
     a, b, c = populated["a"], populated["b"], populated["c"]
     out = ops.cypher_expand(graph, {"id": a, "hops": 2})
-    assert out["columns"] == ["hop", "from", "via", "key_id", "to", "w_from", "w_to", "mass"]
+    assert out["columns"] == ["hop", "from", "from_text", "via", "key_id", "to", "to_text", "w_from", "w_to", "mass"]
     rows = [dict(zip(out["columns"], r, strict=True)) for r in out["rows"]]
     hop1 = {(r["via"], r["to"]) for r in rows if r["hop"] == 1}
+    # each memory by its first words, each key by its name
+    assert {(r["from_text"], r["via"], r["to_text"]) for r in rows if r["to"] == b} >= {
+        ("Python is a programming language loved …", "python", "The python tooling uses ruff for …")}
+    assert {r["to_text"] for r in rows if r["to"] == c} == {"Kuzu is an embedded graph database"}
     assert ("python", b) in hop1 and ("python", populated["new"]) in hop1 and ("RELATED_TO", c) in hop1
     assert populated["old"] not in {r["to"] for r in rows}  # superseded: not walked
     assert populated["work"] not in {r["to"] for r in rows}  # another namespace's "python" key
@@ -251,6 +255,7 @@ def test_expand_shows_the_walk_from_a_memory_and_a_key(graph: Any, populated: di
     out = ops.cypher_expand(graph, {"id": kuzu_key, "hops": 2})
     rows = [dict(zip(out["columns"], r, strict=True)) for r in out["rows"]]
     assert [(r["hop"], r["key_id"], r["to"]) for r in rows if r["hop"] == 1] == [(1, kuzu_key, c)]
+    assert [(r["from"], r["from_text"], r["via"]) for r in rows if r["hop"] == 1] == [("", "", "kuzu")]
     assert (2, c, "RELATED_TO", a) in {(r["hop"], r["from"], r["via"], r["to"]) for r in rows}
 
 
@@ -279,7 +284,9 @@ def test_expand_in_the_console(store_env: dict[str, Any]) -> None:
     assert {(r["hop"], r["via"], r["to"]) for r in rows} >= {(1, "RELATED_TO", ids["a"])}
     out = run_cli(["cypher", "-c", f":expand {ids['a']}"], env)
     assert out.returncode == 0, out.stderr
-    assert re.search(r"\|\s*hop\s*\|\s*from\s*\|\s*via\s*\|", out.stdout) and "| python" in out.stdout
+    # the table is for reading: memories by their first words, keys by name, the id reached to go on with
+    assert re.search(r"\|\s*hop\s*\|\s*from\s*\|\s*via\s*\|\s*to\s*\|\s*to_id\s*\|", out.stdout), out.stdout
+    assert "| python " in out.stdout and "| Python is a program" in out.stdout and ids["b"] in out.stdout
     assert re.search(r"\(\d+ rows, [0-9.]+ ms\)", out.stdout)
     out = run_cli(["cypher", "-c", ":expand"], env)
     assert "usage: :expand" in out.stderr
