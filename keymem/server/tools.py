@@ -13,7 +13,7 @@ No ``from __future__ import annotations`` here: the tools are closures over the 
 
 import asyncio
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -207,7 +207,7 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         (the agent reads them once, on remember)."""
 
         def register(fn: Any) -> Any:
-            t = KeymemTool.from_function(fn, annotations=annotations)
+            t = cast(KeymemTool, KeymemTool.from_function(fn, annotations=annotations))
             t.description = " ".join((t.description or "").split())  # a docstring's indentation is not for the model
             t.accepted = compact_schema(t.parameters)
             t.parameters = publish_key_types_as_list(compact_schema(t.parameters))
