@@ -199,10 +199,19 @@ def out_path(data_dir: Path) -> Path:
     return data_dir / "logs" / "daemon.out"
 
 
-def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) owner-only; tighten it if it already exists."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if path.stat().st_mode & 0o077:
+def ensure_private_dir(path: Path, *, tighten: bool = True) -> Path:
+    """Create ``path`` owner-only, and every missing parent too (``mkdir(parents=True)`` would make
+    those 0755: the data dir itself, when a server's first act is ``<data dir>/logs``); tighten
+    ``path`` if it already exists (unless not ``tighten``). Parents that exist are left as they are."""
+    missing = []
+    here = path
+    while not here.exists() and here.parent != here:
+        missing.append(here)
+        here = here.parent
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            d.mkdir(mode=0o700)
+    if tighten and path.stat().st_mode & 0o077:
         os.chmod(path, 0o700)
     return path
 
