@@ -1,24 +1,36 @@
-"""Every environment variable keymem reads, parsed and validated once.
+"""Every setting keymem reads, from the environment or the config file, parsed and validated once.
 
-Nothing else in the package reads ``os.environ`` for configuration: entry points call
-:func:`load_settings` and hand the result down. A bad value stops start-up with one line
-naming the variable (:class:`SettingsError`).
+Nothing else in the package reads ``os.environ`` or the config file for configuration: entry
+points (the MCP server, the daemon, the hook, the CLI) call :func:`load_settings` and hand the
+result down. A value comes from the environment, else from the config file (:func:`config_path`:
+``KEYMEM_CONFIG``, else ``$KEYMEM_DATA_DIR/config.toml``, else ``~/.keymem/config.toml``), else
+the default; ``Settings.sources`` says which. The file's keys are the environment variables'
+names (``LOCAL_EMBEDDING_MODEL = "minilm-l6-v2"``). A bad value stops start-up with one line
+naming the variable (and the file: :class:`SettingsError`).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
 ENV_PREFIX = "KEYMEM_"
+CONFIG_VAR = "KEYMEM_CONFIG"  # the config file's path (read from the environment only)
+CONFIG_NAME = "config.toml"
 
 
 class SettingsError(ValueError):
-    """A configuration value is invalid; the message names the variable."""
+    """A configuration value is invalid; the message names the variable (and the config file, ``path``)."""
+
+    def __init__(self, message: str, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def _default_threads() -> int:
@@ -159,8 +171,10 @@ class Settings:
     daemon: Literal["auto", "off"] = "auto"
     log_level: str = "INFO"
     fault_kill_before_reply: str | None = None
-    # Where each value came from: field -> "env VAR" | "default". Filled by load_settings.
+    # Where each value came from: field -> "env VAR" | "config file PATH" | "default" | "argument".
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # The config file load_settings consulted (whether or not it exists); None when built directly.
+    config_file: Path | None = field(default=None, compare=False, repr=False)
 
     @property
     def backend(self) -> Literal["local", "openai"]:
@@ -208,8 +222,10 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
-def _parse(name: str, var: Var, raw: str) -> Any:
+def _parse(name: str, var: Var, raw: str, shown: str | None = None) -> Any:
+    """``raw`` (the environment's text) -> the value; errors name ``shown`` (default ``VAR='raw'``)."""
     text = raw.strip()
+    label = shown or f"{var.env}={raw!r}"
     kind = var.kind
     if kind in ("opt_str", "opt_path", "opt_float", "opt_bool", "opt_choice") and text == "":
         return None
@@ -227,52 +243,196 @@ def _parse(name: str, var: Var, raw: str) -> Any:
             return True
         if low in _FALSE:
             return False
-        raise SettingsError(f"{var.env}={raw!r} is not a boolean (use true or false)")
+        raise SettingsError(f"{label} is not a boolean (use true or false)")
     if kind in ("choice", "opt_choice"):
         for choice in var.choices:
             if text.lower() == choice.lower():
                 return choice
-        raise SettingsError(f"{var.env}={raw!r} must be one of {', '.join(var.choices)}")
+        raise SettingsError(f"{label} must be one of {', '.join(var.choices)}")
     if kind == "int":
         try:
             value: float = int(text)
         except ValueError:
-            raise SettingsError(f"{var.env}={raw!r} is not a whole number") from None
+            raise SettingsError(f"{label} is not a whole number") from None
     elif kind in ("float", "opt_float"):
         try:
             value = float(text)
         except ValueError:
-            raise SettingsError(f"{var.env}={raw!r} is not a number") from None
+            raise SettingsError(f"{label} is not a number") from None
         if not math.isfinite(value):
-            raise SettingsError(f"{var.env}={raw!r} must be a finite number")
+            raise SettingsError(f"{label} must be a finite number")
     else:  # pragma: no cover - a programming error in VARS
         raise AssertionError(kind)
     if var.positive and value <= 0:
-        raise SettingsError(f"{var.env}={raw!r} must be greater than zero")
+        raise SettingsError(f"{label} must be greater than zero")
     if var.minimum is not None and value < var.minimum:
-        raise SettingsError(f"{var.env}={raw!r} must be at least {var.minimum:g}")
+        raise SettingsError(f"{label} must be at least {var.minimum:g}")
     if var.maximum is not None and value > var.maximum:
-        raise SettingsError(f"{var.env}={raw!r} must be at most {var.maximum:g}")
+        raise SettingsError(f"{label} must be at most {var.maximum:g}")
     return value
 
 
-def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-    """Read the environment once. Raises SettingsError naming the first bad variable."""
+def config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The config file every keymem process reads: KEYMEM_CONFIG, else $KEYMEM_DATA_DIR/config.toml,
+    else ~/.keymem/config.toml (absolute; the file need not exist)."""
     env = os.environ if environ is None else environ
+    explicit = env.get(CONFIG_VAR, "").strip()
+    if explicit:
+        return Path(os.path.abspath(Path(explicit).expanduser()))
+    data_dir = env.get(VARS["data_dir"].env, "").strip()
+    base = Path(data_dir).expanduser() if data_dir else Path.home() / ".keymem"
+    return Path(os.path.abspath(base / CONFIG_NAME))
+
+
+_BY_ENV = {var.env: name for name, var in VARS.items()}
+_BOOL_KINDS = ("bool", "opt_bool")
+_NUMBER_KINDS = ("int", "float", "opt_float")
+
+
+def read_config(path: Path) -> dict[str, tuple[str, str]] | None:
+    """The config file's settings as the environment would give them (env name -> (text, the TOML
+    line shown in errors)), or None when there is no file. Raises SettingsError naming the file,
+    the key and the problem."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read the config file ({exc.strerror or exc})", path) from None
+    try:
+        table = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SettingsError(f"{path}: the config file is not UTF-8 text", path) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: not valid TOML: {exc}", path) from None
+    return config_values(table, path)
+
+
+def config_values(table: Mapping[str, Any], path: Path) -> dict[str, tuple[str, str]]:
+    """A parsed config table -> env name -> (text, as shown), checking every key and value's type."""
+    out: dict[str, tuple[str, str]] = {}
+    for key, value in table.items():
+        if key not in _BY_ENV:
+            if key == CONFIG_VAR:
+                raise SettingsError(f"{path}: {key} cannot be set in the config file (it names the file)", path)
+            close = [key.upper()] if key.upper() in _BY_ENV else difflib.get_close_matches(key, list(_BY_ENV), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise SettingsError(f"{path}: unknown setting {key!r}{hint}; the keys are the environment variables "
+                                "of the README's configuration table", path)
+        var = VARS[_BY_ENV[key]]
+        if isinstance(value, bool):
+            if var.kind not in _BOOL_KINDS:
+                raise SettingsError(f"{path}: {key} = {str(value).lower()} is not {_expected(var)}", path)
+            out[key] = ("true" if value else "false"), ""
+        elif isinstance(value, int | float):
+            if var.kind not in _NUMBER_KINDS:
+                raise SettingsError(f"{path}: {key} = {value!r} is not {_expected(var)}", path)
+            out[key] = repr(value), f"{key} = {value!r}"
+        elif isinstance(value, str):
+            out[key] = value, f"{key} = {_toml_string(value)}"
+        else:
+            raise SettingsError(f"{path}: {key} must be {_expected(var)}, not a {_toml_type(value)}", path)
+    return out
+
+
+def _expected(var: Var) -> str:
+    if var.kind in _BOOL_KINDS:
+        return "true or false"
+    if var.kind == "int":
+        return "a whole number"
+    if var.kind in _NUMBER_KINDS:
+        return "a number"
+    if var.choices:
+        return "one of " + ", ".join(f'"{c}"' for c in var.choices)
+    return "a string"
+
+
+def _toml_type(value: Any) -> str:
+    if isinstance(value, dict):
+        return "table"
+    if isinstance(value, list):
+        return "list"
+    return "date or time"
+
+
+def format_config(values: Mapping[str, Any], *, header: str = "") -> str:
+    """A config file holding ``values`` (env name -> a parsed value, as Settings holds it), in VARS order.
+
+    The writer for :func:`read_config` (``keymem init``): str/path values as TOML strings, numbers
+    and booleans bare. Raises SettingsError for a name that is not a setting.
+    """
+    unknown = [k for k in values if k not in _BY_ENV]
+    if unknown:
+        raise SettingsError(f"unknown setting {unknown[0]!r}")
+    lines = [f"# {line}".rstrip() for line in header.splitlines()]
+    for var in VARS.values():
+        if var.env not in values or values[var.env] is None:
+            continue
+        value = values[var.env]
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, int | float):
+            text = repr(value)
+        else:
+            text = _toml_string(str(value))
+        lines.append(f"{var.env} = {text}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: quotes, backslashes and control characters escaped."""
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def parse_value(env_name: str, text: str) -> Any:
+    """One setting's text (as in the environment) -> its value; SettingsError naming it when bad."""
+    return _parse(_BY_ENV[env_name], VARS[_BY_ENV[env_name]], text)
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Read the environment and the config file once. Raises SettingsError naming the first bad value.
+
+    The environment wins over the file, the file over the defaults; ``overrides`` (tests, CLI
+    flags) win over everything.
+    """
+    env = os.environ if environ is None else environ
+    path = config_path(env)
+    from_file = read_config(path) or {}
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for name, var in VARS.items():
+        in_file: Any = None
+        if var.env in from_file:  # checked even where the environment overrides it: a bad file is a bad file
+            try:
+                in_file = _parse(name, var, *from_file[var.env])
+            except SettingsError as exc:
+                raise SettingsError(f"{path}: {exc}", path) from None
         if var.env in env:
             values[name] = _parse(name, var, env[var.env])
             sources[name] = f"env {var.env}"
+        elif var.env in from_file:
+            values[name] = in_file
+            sources[name] = f"config file {path}"
         else:
             sources[name] = "default"
     for name, value in overrides.items():
         values[name] = value
         sources[name] = "argument"
-    return Settings(**values, sources=sources)
+    return Settings(**values, sources=sources, config_file=path)
 
 
 def env_names() -> list[str]:
     """Every variable keymem reads (the test fixture clears these)."""
-    return [v.env for v in VARS.values()] + ["CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID"]
+    return [v.env for v in VARS.values()] + [CONFIG_VAR, "CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID"]

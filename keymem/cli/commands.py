@@ -78,16 +78,25 @@ def doctor(
     try:
         settings = load_settings()
     except SettingsError as exc:
-        raise fail(str(exc), fix="correct or unset that variable") from None
+        raise fail(str(exc), fix="correct that line of the config file" if exc.path else
+                   "correct or unset that variable") from None
     from keymem import __version__
 
     typer.echo(f"keymem {__version__} (Python {sys.version.split()[0]})")
-    typer.echo("configuration:")
+    path = settings.config_file
+    from_file = sum(1 for src in settings.sources.values() if src.startswith("config file"))
+    shown = (f"{path} ({from_file} value{'s' if from_file != 1 else ''})" if path is not None and path.is_file()
+             else f"{path} (none; `keymem init` writes one)")
+    typer.echo(f"config file: {shown}")
+    typer.echo("configuration (the environment wins over the config file, the file over the defaults):")
     for name, var in VARS.items():
         value = getattr(settings, name)
         if name == "openai_api_key" and value:
             value = "set (hidden)"
-        typer.echo(f"  {var.env:<32} {value!s:<28} ({settings.sources.get(name, 'default')})")
+        source = settings.sources.get(name, "default")
+        if source.startswith("config file"):
+            source = "config file"  # its path is on the line above
+        typer.echo(f"  {var.env:<32} {value!s:<28} ({source})")
 
     typer.echo("models:")
     problems += _doctor_models(settings)
@@ -172,7 +181,10 @@ def _doctor_models(settings: Any) -> list[tuple[str, str]]:
             problems.append((f"KEYMEM_RERANK_MODEL_PATH={rdir} is not a complete reranker directory",
                              "point it at a directory with the reranker files, or unset it"))
         elif not ok:
-            typer.echo("    (downloaded on first use; `keymem models download` fetches it now)")
+            missing = ", ".join(f.local_name for f in missing_files(RERANKER.files(), rdir) if f.required)
+            problems.append((f"KEYMEM_RERANK is on but the reranker files are missing ({missing} in {rdir}): "
+                             "recall ranks without it until a download succeeds",
+                             "run `keymem models download`, or set KEYMEM_RERANK=false"))
     else:
         typer.echo("  reranker: disabled (KEYMEM_RERANK=false)")
     return problems
@@ -280,28 +292,40 @@ def models_download(
                                                  hidden=True)] = None,
 ) -> None:
     """Fetch the configured embedding model and the reranker ahead of time (only missing files)."""
+    download_models(settings_or_exit(), reranker=reranker, endpoint=endpoint)
+
+
+def download_models(settings: Any, *, reranker: bool = True, endpoint: str | None = None) -> None:
+    """The configured embedding model and (with ``reranker`` and KEYMEM_RERANK on) the reranker, made
+    complete: only missing files are fetched, with a progress bar on stderr. A failure ends the command."""
     from keymem.errors import ModelError
     from keymem.models.download import ensure_model, ensure_reranker
     from keymem.models.profiles import find_model
 
-    settings = settings_or_exit()
     try:
         if settings.backend == "openai":
             typer.echo(f"embedding: OpenAI {settings.openai_embedding_model} (nothing to download)")
         else:
             profile = find_model(settings.local_embedding_model)
-            if profile is None:
+            own = settings.local_embedding_model_path
+            if profile is None and own is not None:  # a model keymem does not know: its files must be there
+                if not ((own / settings.local_embedding_model_file).is_file() and (own / "tokenizer.json").is_file()):
+                    raise fail(f"{own} lacks {settings.local_embedding_model_file} or tokenizer.json",
+                               fix="put the model files there (keymem downloads only the models it knows)")
+                typer.echo(f"embedding: {settings.local_embedding_model} in {own} (files present)")
+            elif profile is None:
                 raise fail(f"LOCAL_EMBEDDING_MODEL={settings.local_embedding_model!r} is not a known model",
                            fix="use a known model name, or provide the files with LOCAL_EMBEDDING_MODEL_PATH")
-            dest = settings.local_embedding_model_path or settings.models_dir / profile.name
-            if settings.local_embedding_model_path is not None:  # never add another model's files to it
-                from keymem.models import identify
+            else:
+                dest = own or settings.models_dir / profile.name
+                if own is not None:  # never add another model's files to it
+                    from keymem.models import identify
 
-                mismatch = identify.check(profile, identify.read_facts(dest, settings.local_embedding_model_file))
-                if mismatch is not None:
-                    raise fail(mismatch.what, fix=mismatch.fix)
-            ensure_model(profile, dest, endpoint=endpoint)  # progress on stderr
-            typer.echo(f"embedding: {profile.name} ready in {dest}")
+                    mismatch = identify.check(profile, identify.read_facts(dest, settings.local_embedding_model_file))
+                    if mismatch is not None:
+                        raise fail(mismatch.what, fix=mismatch.fix)
+                ensure_model(profile, dest, endpoint=endpoint)  # progress on stderr
+                typer.echo(f"embedding: {profile.name} ready in {dest}")
         if reranker and settings.rerank:
             rdir = settings.rerank_model_path or settings.models_dir / "reranker"
             ensure_reranker(rdir, endpoint=endpoint)

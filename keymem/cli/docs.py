@@ -21,8 +21,10 @@ Run bare, `keymem` is the MCP stdio server; `keymem --version` prints the instal
 version (the MCP `initialize` result and `keymem doctor` report the same). Every other
 command talks to the shared daemon when one is running (Kuzu allows one read-write process
 per store) and opens the store in its own process when none is (or with
-`KEYMEM_DAEMON=off`). Configuration comes from the environment only; `keymem doctor` shows
-the version and every variable, its value and where it came from.
+`KEYMEM_DAEMON=off`). Configuration comes from the environment and the config file
+(`~/.keymem/config.toml`, or `$KEYMEM_DATA_DIR/config.toml`, or `$KEYMEM_CONFIG`; `keymem init`
+writes it), the environment winning; `keymem doctor` shows the version, the config file and
+every variable, its value and where it came from.
 """
 
 GUIDE = """\
@@ -35,7 +37,8 @@ property and function names. Results are tables sized to the terminal (`--format
 association walk of `recall_direct` from a memory (or from a key's memories): one row per
 edge it follows (hop, from, shared key or RELATED_TO, to, both link weights, the reached
 memory's association mass), read in Cypher (`cypher/neighbourhood`): the same rows the walk
-reads from keymem's in-memory graph mirror.
+reads from keymem's in-memory graph mirror. The table shows memories by their first words, keys
+by name and the id reached (to `:expand` next); `--format json`/`csv` add every id.
 
 ```console
 $ keymem cypher

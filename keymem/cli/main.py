@@ -102,6 +102,7 @@ def register(target: str, name: str | None = None) -> None:
 register("keymem.cli.console:cypher")
 register("keymem.cli.commands:stats")
 register("keymem.cli.commands:doctor")
+register("keymem.cli.init_cmd:init")
 app.add_typer(importlib.import_module("keymem.cli.commands").models_app, name="models")
 register("keymem.cli.commands:export")
 register("keymem.cli.commands:import_", "import")

@@ -43,7 +43,7 @@ from keymem.server.protocol import (
     read_token,
     socket_address,
 )
-from keymem.settings import Settings
+from keymem.settings import CONFIG_VAR, Settings
 
 log = logging.getLogger("keymem.client")
 
@@ -220,8 +220,10 @@ def spawn_daemon(
     """Start a detached daemon (own session, stdio to the log dir) and return at once.
 
     The daemon reads its configuration from ``env`` (default: this process's environment,
-    which for the stdio server is what the MCP client configured); only the data dir is forced
-    to ``settings.data_dir``.
+    which for the stdio server is what the MCP client configured) and from the config file
+    these settings were read with; the data dir is forced to ``settings.data_dir`` and the
+    config file to ``settings.config_file`` (a file that moves the data dir elsewhere is still
+    the one the daemon reads).
     """
     data_dir = ensure_private_dir(settings.data_dir.absolute())
     out = out_path(data_dir)
@@ -231,6 +233,8 @@ def spawn_daemon(
         if env.get(var):
             env[var] = os.path.abspath(os.path.expanduser(env[var]))
     env["KEYMEM_DATA_DIR"] = str(data_dir)
+    if settings.config_file is not None:
+        env[CONFIG_VAR] = str(settings.config_file)
     argv = [sys.executable, "-m", "keymem.server.daemon"]
     if idle_exit is not None:
         argv += ["--idle-exit", str(idle_exit)]

@@ -9,7 +9,9 @@ prints nothing and exits 0: a memory hook must never block or break the user's p
 It never starts the daemon. Hooks run with the host's environment, not the MCP server's
 (which carries the embedding configuration), so a daemon started here could load a different
 model; the MCP server starts the daemon (on its first tool call, or ``WARM_AFTER_S`` after
-``initialize`` when ``KEYMEM_HOOK_INSTALLED=true``), and the hook uses it from then on.
+``initialize`` when ``KEYMEM_HOOK_INSTALLED=true``), and the hook uses it from then on. Both
+read the same config file (``~/.keymem/config.toml``), the place for settings both need, such
+as the data dir.
 Imports stay stdlib-only (plus keymem.settings and the socket client) to start fast.
 """
 

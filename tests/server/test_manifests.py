@@ -68,6 +68,8 @@ def test_mcp_server_config(plugin: Path) -> None:
     assert keymem["args"][1] == 'r="${CLAUDE_PLUGIN_ROOT}"; [ -d "$r" ] || r=.; exec "$r/bin/keymem-run" "$@"'
     assert (plugin / "bin" / "keymem-run").is_file()
     assert keymem["env"]["KEYMEM_HOOK_INSTALLED"] == "true"
+    # the model is the user's choice (the config file, `keymem init`), never the plugin's
+    assert not {"EMBEDDING_BACKEND", "LOCAL_EMBEDDING_MODEL", "LOCAL_EMBEDDING_MODEL_PATH"} & set(keymem["env"])
 
 
 @pytest.mark.parametrize("plugin", plugin_dirs(), ids=lambda p: p.name)
