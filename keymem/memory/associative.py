@@ -373,7 +373,7 @@ def rank(graph: Parts, query: str, namespace: str, hops: int) -> Ranking:
             if c is None:
                 if mid not in factors:
                     continue
-                c = cands[mid] = Candidate(mid, 0.0, hops=found.hop[mid], via_keys=found.path(mid))
+                c = cands[mid] = Candidate(mid, 0.0, hops=found.hop[mid])  # its path: Association.path, when shown
                 a *= factors[mid]
             c.score += scale * a
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))
@@ -411,6 +411,9 @@ def recall_direct(graph: Parts, request: DirectRequest, *, reinforce: bool = Tru
     picks = [] if rejected else ranked[:top_k]
     if not rejected and graph.settings.task_evidence_selection:
         picks = select_evidence(graph, query, ranked, picks, text.get, top_k)
+    for c in picks:
+        if c.hops and not c.via_keys:
+            c.via_keys = r.association.path(c.memory_id)
     if reinforce and not rejected:
         _hebbian(graph, ranked[:top_k], ranked[: graph.settings.rerank_pool], r.seen_links)
     shown = text.get([c.memory_id for c in picks])
