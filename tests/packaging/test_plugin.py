@@ -1,8 +1,9 @@
 """The plugin runs from a checkout: its launcher (plugin/bin/keymem-run) and the real CLIs that install it.
 
-``keymem-run`` runs the checkout the plugin sits in (its ``.venv``, else ``uvx --from <checkout>``),
-else the published package (``uvx --from keymem``), and as the prompt hook it never downloads,
-never fails and never writes anything but the hook's output. The checkouts here are copies of this
+``keymem-run`` runs the checkout the plugin sits in (its ``.venv``, else an installed keymem of the
+checkout's version, else ``uvx --from <checkout>``), else an installed keymem or the published
+package (``uvx --from keymem``); an installed keymem is exec'd directly (no uv, no wrapper process).
+As the prompt hook it never downloads, never fails and never writes anything but the hook's output. The checkouts here are copies of this
 one's working tree; their ``.venv`` is a clean venv with the copy installed in it (support.py).
 With the Claude Code CLI (``npm install -g @anthropic-ai/claude-code``) or the Codex CLI (``npm
 install -g @openai/codex``) on PATH, the marketplace is installed from such a checkout by the real
@@ -92,9 +93,22 @@ def run(launcher: Path, *args: str, env: dict[str, str], stdin: str = "", timeou
 
 
 def base_env(km: Keymem, path: str = BASE_PATH, **extra: str) -> dict[str, str]:
+    """The launcher's environment: ``path`` alone, and an empty HOME (no ~/.keymem/venv, no ~/.local/bin)."""
     env = {k: v for k, v in km.env.items() if not k.startswith(("CLAUDE_", "CODEX_", "UV_"))}
-    env.update(PATH=path, **extra)
+    home = km.data_dir.parent / "home"
+    home.mkdir(exist_ok=True)
+    env.update(PATH=path, HOME=str(home), **extra)
     return env
+
+
+def fake_keymem(env_dir: Path, version: str, log: Path) -> Path:
+    """``<env_dir>/bin/keymem`` with a keymem-<version>.dist-info: records how it was called, complains, exits 2."""
+    (env_dir / "lib" / "python3.11" / "site-packages" / f"keymem-{version}.dist-info").mkdir(parents=True)
+    script = env_dir / "bin" / "keymem"
+    script.parent.mkdir()
+    script.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" > {log}\necho 'error: fake keymem' >&2\nexit 2\n")
+    script.chmod(0o755)
+    return script
 
 
 # -- the launcher ---------------------------------------------------------------------------------
@@ -142,11 +156,22 @@ def test_uvx_command_lines(where: str, bare_checkout: Path, stub_uvx: Path, tmp_
     assert (tmp_path / "uvx.stdin").read_text() == HOOK_INPUT
 
 
+def uv_path(tmp_path: Path) -> str:
+    """A PATH with the real uv and uvx (from the test extra) and BASE_PATH, and no keymem; skips without uv."""
+    found = [shutil.which(tool, path=tool_path()) for tool in ("uv", "uvx")]
+    if not all(found):
+        pytest.skip("uv is not installed (pip install -e '.[test]' brings it)")
+    bin_dir = tmp_path / "uv-bin"
+    bin_dir.mkdir()
+    for tool in found:
+        assert tool
+        (bin_dir / Path(tool).name).symlink_to(tool)
+    return f"{bin_dir}:{BASE_PATH}"
+
+
 def test_real_uvx_offline_with_nothing_cached(bare_checkout: Path, tmp_path: Path, km: Keymem) -> None:
     """The real uv: the hook gives up at once and says nothing; the server reports uv's error."""
-    path = tool_path(Path(BASE_PATH))
-    if not shutil.which("uvx", path=path):
-        pytest.skip("uvx is not installed (pip install -e '.[test]' brings it)")
+    path = uv_path(tmp_path)
     launcher = plugin_copy(bare_checkout, tmp_path / "plugin") / "bin" / "keymem-run"
     env = base_env(km, path, UV_CACHE_DIR=str(tmp_path / "empty-cache"), UV_TOOL_DIR=str(tmp_path / "tools"))
 
@@ -160,9 +185,7 @@ def test_real_uvx_offline_with_nothing_cached(bare_checkout: Path, tmp_path: Pat
 def test_real_uvx_runs_a_checkout_and_rebuilds_it_after_an_edit(bare_checkout: Path, tmp_path: Path,
                                                                 km: Keymem) -> None:
     """``uvx --from <checkout>`` with an empty uv cache (every dependency from the index), then an edit."""
-    path = tool_path(Path(BASE_PATH))
-    if not shutil.which("uvx", path=path):
-        pytest.skip("uvx is not installed (pip install -e '.[test]' brings it)")
+    path = uv_path(tmp_path)
     launcher = bare_checkout / LAUNCHER
     env = base_env(km, path, UV_CACHE_DIR=str(tmp_path / "uv-cache"), UV_TOOL_DIR=str(tmp_path / "tools"))
     version = f"keymem {project()['version']}"
@@ -210,7 +233,111 @@ def test_codex_cache_copy_runs_the_local_marketplace_checkout(checkout: Path, tm
 
     (codex_home / "config.toml").write_text(f'[marketplaces.elsewhere]\nsource = "{checkout}"\n')
     ran = run(copy / "bin" / "keymem-run", "--version", env=env)
-    assert ran.code == 127 and "neither uvx nor keymem" in ran.err, "another marketplace's checkout is not used"
+    assert ran.code == 127 and "no keymem installed" in ran.err, "another marketplace's checkout is not used"
+
+
+# -- an installed keymem: exec'd directly -----------------------------------------------------------
+
+
+def children(pid: int) -> list[str]:
+    """The command lines of the processes whose parent is ``pid``."""
+    kids = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            kids.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+    return kids
+
+
+def test_an_installed_keymem_is_execd_directly(checkout: Path, bare_checkout: Path, stub_uvx: Path,
+                                                tmp_path: Path, km: Keymem) -> None:
+    """The README's ~/.keymem/venv holding this checkout's version: no uvx, no shell left behind."""
+    env = base_env(km, f"{stub_uvx}:{BASE_PATH}")
+    venv = Path(env["HOME"]) / ".keymem" / "venv"
+    venv.parent.mkdir()
+    venv.symlink_to(checkout / ".venv")  # keymem installed (not editable) from a copy of this checkout
+    launcher = bare_checkout / LAUNCHER
+
+    ran = run(launcher, "--version", env=env)
+    assert (ran.code, ran.out.strip(), ran.err) == (0, f"keymem {project()['version']}", "")
+    hook = run(launcher, "hook", env=env, stdin=HOOK_INPUT)
+    assert (hook.code, hook.out, hook.err) == (0, "", "")
+    assert not (tmp_path / "uvx.args").exists(), "uvx never ran"
+
+    proc = subprocess.Popen([str(launcher)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, cwd="/")
+    assert proc.stdin and proc.stdout
+    try:
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "keymem-tests", "version": "1"}}}) + "\n").encode())
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        assert answer["result"]["serverInfo"]["name"] == "keymem"
+        # The process the client started is keymem itself (the launcher exec'd it), with no uv under it.
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
+        assert cmdline[1].decode() == str(venv / "bin" / "keymem"), cmdline
+        assert Path(cmdline[0].decode()).name.startswith("python"), cmdline
+        assert not [c for c in children(proc.pid) if "uv" in c.split(" ")[0]]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert not (tmp_path / "uvx.args").exists()
+
+
+@pytest.mark.parametrize(("where", "home", "on_path", "runs"), [
+    ("checkout", "same", None, "home"),         # the README's venv, of the checkout's version
+    ("checkout", "other", "same", "path"),      # the venv is of another version: the one on PATH is
+    ("checkout", "other", "other", "uvx"),      # none of the checkout's version: uvx builds the checkout
+    ("cache", "other", "same", "home"),         # not a checkout: any installed keymem, the venv first
+    ("cache", None, "other", "path"),
+])
+def test_which_installed_keymem_runs(where: str, home: str | None, on_path: str | None, runs: str,
+                                     bare_checkout: Path, stub_uvx: Path, tmp_path: Path, km: Keymem) -> None:
+    version = project()["version"]
+    versions = {"same": version, "other": "0.0.1"}
+    bin_dirs = [str(stub_uvx)]
+    env = base_env(km)
+    scripts = {}
+    if home:
+        scripts["home"] = fake_keymem(Path(env["HOME"]) / ".keymem" / "venv", versions[home], tmp_path / "keymem.args")
+    if on_path:
+        # pipx and uv tool: a link in a bin directory to the script of a venv elsewhere.
+        target = fake_keymem(tmp_path / "pipx" / "venvs" / "keymem", versions[on_path], tmp_path / "keymem.args")
+        (tmp_path / "links").mkdir()
+        scripts["path"] = tmp_path / "links" / "keymem"
+        scripts["path"].symlink_to(target)
+        bin_dirs.append(str(tmp_path / "links"))
+    env["PATH"] = ":".join([*bin_dirs, BASE_PATH])
+    launcher = bare_checkout / LAUNCHER if where == "checkout" else (
+        plugin_copy(bare_checkout, tmp_path / "cache" / "keymem" / version) / "bin" / "keymem-run")
+
+    ran = run(launcher, "serve", "--x", env=env)
+    assert ran.code == 2, ran.err
+    if runs == "uvx":
+        assert uvx_args(tmp_path) == ["--from", str(bare_checkout), "keymem", "serve", "--x"]
+        assert not (tmp_path / "keymem.args").exists()
+    else:
+        assert (tmp_path / "keymem.args").read_text().split("\n")[1:-1] == ["serve", "--x"]
+        assert not (tmp_path / "uvx.args").exists()
+
+    # As the hook, a failing keymem costs the prompt nothing: exit 0, no output.
+    hook = run(launcher, "hook", env=env, stdin=HOOK_INPUT)
+    assert (hook.code, hook.out, hook.err) == (0, "", "")
+
+
+def test_a_checkout_without_uv_names_the_installed_version(bare_checkout: Path, tmp_path: Path, km: Keymem) -> None:
+    """An installed keymem of another version is not run for a checkout; the server says why."""
+    if any(shutil.which(tool, path=BASE_PATH) for tool in ("uvx", "keymem")):
+        pytest.skip(f"uvx or keymem is installed in {BASE_PATH}")
+    env = base_env(km)
+    script = fake_keymem(Path(env["HOME"]) / ".keymem" / "venv", "0.0.1", tmp_path / "keymem.args")
+    ran = run(bare_checkout / LAUNCHER, env=env)
+    assert ran.code == 127 and ran.out == "" and not (tmp_path / "keymem.args").exists()
+    (line,) = ran.err.splitlines()
+    assert f"{script} is keymem 0.0.1, the checkout is {project()['version']}" in line
+    assert f"pip install {bare_checkout}" in line
+    hook = run(bare_checkout / LAUNCHER, "hook", env=env, stdin=HOOK_INPUT)
+    assert (hook.code, hook.out, hook.err) == (0, "", "")
 
 
 # -- the real CLIs ----------------------------------------------------------------------------------

@@ -114,7 +114,7 @@ def test_python_m_build_and_twine_check(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", str(tools)], check=True)
     subprocess.run([str(tools / "bin" / "python"), "-m", "pip", "install", "--quiet", "build", "twine"], check=True)
     src = tmp_path / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".venv", ".ci-venv", ".git", "__pycache__", "*_cache",
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".venv", ".venv-test", ".ci-venv", ".git", "__pycache__", "*_cache",
                                                              ".hypothesis", "dist"))
     subprocess.run([str(tools / "bin" / "python"), "-m", "build", "--outdir", str(tmp_path / "dist"), str(src)],
                    check=True, capture_output=True)

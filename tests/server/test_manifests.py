@@ -109,5 +109,6 @@ def test_docs_describe_this_project_only() -> None:
     docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "plugin").rglob("*.md"))]
     for doc in docs:
         text = doc.read_text(encoding="utf-8")
-        for needle in ("original project", "the original's", "npx -y keymem", "keymem-shim"):
+        for needle in ("original project", "the original's", "npx -y keymem", "keymem-shim",
+                       "github.com/donggyun112", "add donggyun112/keymem"):
             assert needle not in text, f"{doc.relative_to(ROOT)}: {needle!r}"
