@@ -53,6 +53,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 
+from keymem.server.render import render  # noqa: E402
+
 CATEGORIES = ("1", "2", "3", "4")
 CAT_NAMES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
 _DIA_RE = re.compile(r"D\d+:\d+")
@@ -283,13 +285,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         timings[name].append(time.perf_counter() - ts)
                         ranked = [d for hit in res.results for d in mem_to_dia.get(hit.memory_id, [])]
                         rows[name].append(_row(ranked, ev, ks, cat, q, conv["name"]))
-                    # The MCP tool path: keys + one passive memory.
+                    # The MCP tool path: keys + the memories within its budget; top-1 is the first of them.
                     ts = time.perf_counter()
                     tool = graph.recall(query=q)
                     timings[f"{source}/recall-tool"].append(time.perf_counter() - ts)
                     hit_ids = mem_to_dia.get(tool.memory.memory_id, []) if tool.memory is not None else []
                     tokens[f"{source}/tool_memory"].append(ntok(tool.memory.content) if tool.memory else 0)
-                    tokens[f"{source}/tool_result"].append(ntok(json.dumps(tool.dump(), ensure_ascii=False)))
+                    tokens[f"{source}/tool_result"].append(ntok(render("recall", tool.dump())))  # the text the model reads
                     if cat in CATEGORIES:
                         tool_top1[source].append((conv["name"], 1.0 if any(d in ev for d in hit_ids) else 0.0))
                 t_query += time.perf_counter() - t1

@@ -51,7 +51,8 @@ BEAM = 20  # memories expanded further at each later hop
 RESTART = 0.5  # hop h keeps (1 - RESTART)**h of the activation it moves
 KEY_SIZE_DAMPING = 1.0  # a key of n memories passes (1/(n-1))**this to each of its other memories
 RELATED_SHARE = 1.0  # weight of a RELATED_TO edge against a shared key
-ASSOC_WEIGHT = 1.0  # an association of 1 adds the best direct score (see associate for the scale)
+ASSOC_WEIGHT = 1.0  # an association of 1 adds the best direct score (see associate for the scale) ...
+ASSOC_WEIGHT_LOOSE = 0.25  # ... and this share of it when no seed is linked to a key the query names
 NAMED_BOOST = 0.3  # fused-score bonus for candidates linked to a hub key the query names
 KEY_WEIGHT = 0.3  # key-path share of the fused score (lexical = 1)
 PHRASES = 4  # query phrases embedded for key routing
@@ -365,7 +366,10 @@ def rank(graph: Parts, query: str, namespace: str, hops: int) -> Ranking:
     anchored = {m for k in anchors for m in graph.mirror.key_links(k, now)[0]}
     if hops and cands:
         found = associate(graph.neighbourhood, cands, hops, now, anchored)
-        scale = ASSOC_WEIGHT * max(c.score for c in cands.values())  # association of 1: this much
+        # association of 1 adds this much; less when the query names no entity (the walk then starts
+        # from what its words matched, and broad keys connect unrelated memories)
+        weight = ASSOC_WEIGHT if anchored & set(found.seeds) else ASSOC_WEIGHT_LOOSE
+        scale = weight * max(c.score for c in cands.values())
         new = [m for m in found.mass if m not in cands]
         factors.update(graph.mirror.rank_factors(new, now))
         for mid, a in found.mass.items():
