@@ -112,13 +112,17 @@ def upgrade(db_path: Path, *, engine_path: Path | None = None, timeout: float = 
         for p in originals:
             shutil.copyfile(p, backup / p.name)
             os.chmod(backup / p.name, 0o600)
-        work.mkdir(mode=0o700)
+        (work / "old").mkdir(parents=True, mode=0o700)
+        (work / "new").mkdir(mode=0o700)
         # The export reads a copy: an engine replaying a WAL writes to the file it opens.
         for p in originals:
-            shutil.copyfile(p, work / p.name)
-        old = _export(work / src.name, work / "export", fmt, engine_path, timeout)
-        new_file = work / db_path.name
-        new = _import(new_file, work / "export")
+            shutil.copyfile(p, work / "old" / p.name)
+        old = _export(work / "old" / src.name, work / "export", fmt, engine_path, timeout)
+        new_file = work / "new" / db_path.name
+        try:
+            new = _import(new_file, work / "export")
+        except RuntimeError as exc:  # the engine's own error: the old store stays as it was
+            raise StoreError(f"could not import the exported store into {ENGINE} {ENGINE_VERSION}: {exc}") from exc
         if new["digest"] != old["digest"]:
             raise StoreError(f"the store moved to {ENGINE} does not match the original "
                              f"({old['digest']['counts']} vs {new['digest']['counts']})")

@@ -182,3 +182,48 @@ def test_extensions_download_refuses_a_file_that_does_not_load(settings: Setting
     assert requested and list(home.rglob("libvector.lbug_extension"))  # the engine wrote it where it loads from
     status = run_cli(["extensions", "status"], env)
     assert status.returncode == 0 and "exact scan at every size" in status.stdout
+
+
+# -- another LadybugDB release -------------------------------------------------------------------------
+OLD_LADYBUG = "0.19.1"  # storage version 43 (0.22.0 writes 49)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_store_of_an_older_ladybug_release_moves_with_a_backup(settings: Settings, minilm_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    """LadybugDB 0.19.1 (installed from the package index into a directory) writes a keymem store;
+    `keymem migrate --engine-path DIR` moves it to the pinned release with an identical digest."""
+    import subprocess
+    import sys
+
+    engine_dir = tmp_path / f"ladybug-{OLD_LADYBUG}"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(engine_dir),
+                          f"ladybug=={OLD_LADYBUG}"], capture_output=True, text=True, timeout=300)
+    if pip.returncode != 0:
+        pytest.skip(f"ladybug {OLD_LADYBUG} could not be installed from the package index: {pip.stderr[-300:]}")
+    settings.data_dir.mkdir(parents=True, mode=0o700)
+    write = ("import sys; from pathlib import Path; import ladybug\n"
+             f"assert ladybug.__version__ == '{OLD_LADYBUG}', ladybug.__version__\n"
+             "from keymem.store import migrations\nfrom keymem.store.db import Store\n"
+             "s = Store(Path(sys.argv[1]), buffer_pool_mb=64)\n"
+             "migrations.migrate.__globals__['_record_engine'] = lambda store: None\n"
+             "migrations.migrate(s)\n"
+             "with s.write() as tx:\n"
+             "    tx.run('meta/set', name='written_by', value=ladybug.__version__)\n"
+             "s.close()\n")
+    env = {**cli_env(settings, minilm_dir), "PYTHONPATH": str(engine_dir)}
+    made = subprocess.run([sys.executable, "-c", write, str(settings.db_path)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    old = engine.file_format(settings.db_path)
+    assert old is not None and old.engine == "ladybug" and old != engine.current()
+    assert engine.pending(settings.db_path) == (settings.db_path, old)
+
+    out = run_cli(["migrate", "--engine-path", str(engine_dir)], cli_env(settings, minilm_dir))
+    assert out.returncode == 0, out.stderr
+    assert engine.file_format(settings.db_path) == engine.current()
+    backup = next((settings.data_dir / "backups").glob(f"keymem.lbug.bak.*.pre-{engine.ENGINE}-*"))
+    assert engine.file_format(backup / "keymem.lbug") == old  # the old file as it was
+    digest = _digest(settings.db_path)
+    assert digest["counts"]["Meta"] >= 2 and digest["counts"]["KeymemMigration"] >= 4
