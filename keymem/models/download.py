@@ -104,7 +104,7 @@ def ensure_files(
         first = next(f for f in missing_files(files, dest) if f.required)
         raise _download_error(first, dest, what, manual_var, endpoint, exc) from exc
     try:
-        from keymem.server.protocol import ensure_private_dir
+        from keymem.paths import ensure_private_dir
 
         ensure_private_dir(dest, tighten=False)  # a new data dir is created 0700, an existing one left alone
     except OSError as exc:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from keymem.errors import InvalidInput, KeymemError, ModelError, NotFound, StoreError
+from keymem.paths import ensure_private_dir  # noqa: F401 (the daemon and client use it from here)
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024  # remember_batch: 1000 items x 100k chars fits
@@ -197,23 +198,6 @@ def lock_path(data_dir: Path) -> Path:
 def out_path(data_dir: Path) -> Path:
     """Where a detached daemon's raw stdout/stderr go (tracebacks before logging is up)."""
     return data_dir / "logs" / "daemon.out"
-
-
-def ensure_private_dir(path: Path, *, tighten: bool = True) -> Path:
-    """Create ``path`` owner-only, and every missing parent too (``mkdir(parents=True)`` would make
-    those 0755: the data dir itself, when a server's first act is ``<data dir>/logs``); tighten
-    ``path`` if it already exists (unless not ``tighten``). Parents that exist are left as they are."""
-    missing = []
-    here = path
-    while not here.exists() and here.parent != here:
-        missing.append(here)
-        here = here.parent
-    for d in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
-            d.mkdir(mode=0o700)
-    if tighten and path.stat().st_mode & 0o077:
-        os.chmod(path, 0o700)
-    return path
 
 
 def write_private(path: Path, text: str) -> None:
