@@ -20,10 +20,11 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.e2e.support import Keymem
+from tests.e2e.support import SERVER_CMD, Keymem
 from tests.packaging.support import (
     LAUNCHER,
     clean_venv,
@@ -465,3 +466,47 @@ def test_codex_installs_the_marketplace_from_a_checkout(checkout: Path, cli_home
     assert_hook_output(run_hook(command, {**cli_home, "CLAUDE_PLUGIN_ROOT": str(root)}, work))
     no_root = run_hook(command, cli_home, work)
     assert (no_root.code, no_root.out) == (0, ""), "without a plugin root the hook does nothing, silently"
+
+
+def test_claude_code_plugin_uses_the_model_the_config_file_names(checkout: Path, cli_home: dict[str, str],
+                                                                 tmp_path: Path) -> None:
+    """No model in the environment: MiniLM is chosen in <data dir>/config.toml (as `keymem init` writes it);
+    `claude mcp list` reports the plugin Connected, and a tool call through the plugin's own command line
+    (what Claude Code runs) embeds with MiniLM."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    work = project_dir("claude", "@anthropic-ai/claude-code", cli_home, tmp_path)
+    env = {k: v for k, v in cli_home.items()
+           if k not in ("EMBEDDING_BACKEND", "LOCAL_EMBEDDING_MODEL", "LOCAL_EMBEDDING_MODEL_PATH", "KEYMEM_RERANK")}
+    data_dir = Path(env["KEYMEM_DATA_DIR"])
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (data_dir / "config.toml").write_text(
+        'EMBEDDING_BACKEND = "local"\nLOCAL_EMBEDDING_MODEL = "minilm"\n'
+        f'LOCAL_EMBEDDING_MODEL_PATH = "{cli_home["LOCAL_EMBEDDING_MODEL_PATH"]}"\nKEYMEM_RERANK = false\n')
+    cli("claude", "plugin", "marketplace", "add", str(checkout), env=env, cwd=work)
+    cli("claude", "plugin", "install", "keymem@keymem", env=env, cwd=work)
+    out = cli("claude", "mcp", "list", env=env, cwd=work, timeout=180)
+    (line,) = [x for x in out.splitlines() if x.startswith("plugin:keymem:keymem:")]
+    assert "Connected" in line, out
+
+    server = json.loads((checkout / "plugin" / ".mcp.json").read_text())["mcpServers"]["keymem"]
+    assert "LOCAL_EMBEDDING_MODEL" not in server.get("env", {})  # the plugin pins no model
+    plugin = checkout / "plugin"
+    args = [a.replace("${CLAUDE_PLUGIN_ROOT}", str(plugin)) for a in server["args"]]
+    params = StdioServerParameters(command=server["command"], args=args, cwd=str(work),
+                                   env={**env, **server.get("env", {}), "CLAUDE_PLUGIN_ROOT": str(plugin)})
+
+    async def call() -> dict[str, Any]:
+        async with Client(params) as c:
+            stored = await c.call_tool("remember", {"content": "The user's cat is named Pistachio",
+                                                     "keys": ["Pistachio", "cat"], "key_types": ["name", "concept"]})
+            assert not stored.is_error, stored.content
+            return await c.call_tool("recall", {"query": "Pistachio"})  # type: ignore[return-value]
+
+    found = asyncio.run(call())
+    assert not found.is_error and "Pistachio" in found.content[0].text  # type: ignore[attr-defined]
+    status = cli(*SERVER_CMD, "daemon", "--status", env=env, cwd=work)
+    assert "minilm" in status.lower(), status  # the daemon the plugin started embeds with the configured model
