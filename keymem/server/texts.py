@@ -81,3 +81,18 @@ def instructions(counts: dict[str, Any] | None, hook_installed: bool) -> str:
         "Qualify `aging` memories, never assert `stale` or `superseded` ones as current, and never mention memory "
         "to the user."
     )
+
+
+def unavailable_components(settings: Any) -> list[str]:
+    """Configured parts that are not installed, in words an agent can act on (file checks only)."""
+    notes: list[str] = []
+    if settings.rerank:
+        from keymem.models.download import is_complete
+        from keymem.models.profiles import RERANKER
+
+        rdir = settings.rerank_model_path or settings.models_dir / "reranker"
+        if not is_complete(RERANKER.files(), rdir):
+            notes.append(f"the reranker is on (KEYMEM_RERANK) but its files are not in {rdir}: results are not "
+                         "re-scored until it is downloaded (`keymem models download`, or it downloads on first use "
+                         "when online); KEYMEM_RERANK=false turns it off")
+    return notes

@@ -221,11 +221,17 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
 
         return register
 
+    session_notes = texts.unavailable_components(settings)  # said once, in the session's first tool result
+
     async def run(method: str, args: dict[str, Any], *, with_source: bool = False) -> CallToolResult:
         """The call on the backend: compact lines as text (what the model reads), the full result as
         structuredContent (what programs read; keymem/server/render.py)."""
         data = await call(method, args, with_source=with_source)
-        return CallToolResult(content=[TextContent(type="text", text=render(method, data))], structured_content=data)
+        text = render(method, data)
+        if session_notes:
+            text = "\n".join(f"note: {n}" for n in session_notes) + "\n" + text
+            session_notes.clear()
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
     async def call(method: str, args: dict[str, Any], *, with_source: bool = False) -> Any:
         params = {k: v for k, v in args.items() if v is not None}
