@@ -221,16 +221,18 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
 
         return register
 
-    session_notes = texts.unavailable_components(settings)  # said once, in the session's first tool result
+    session_notes: list[str] | None = None  # said once, in the session's first tool result
 
     async def run(method: str, args: dict[str, Any], *, with_source: bool = False) -> CallToolResult:
         """The call on the backend: compact lines as text (what the model reads), the full result as
         structuredContent (what programs read; keymem/server/render.py)."""
+        nonlocal session_notes
         data = await call(method, args, with_source=with_source)
         text = render(method, data)
-        if session_notes:
-            text = "\n".join(f"note: {n}" for n in session_notes) + "\n" + text
-            session_notes.clear()
+        if session_notes is None:  # checked at the first call, not at start: the start path stays light
+            session_notes = texts.unavailable_components(settings)
+            if session_notes:
+                text = "\n".join(f"note: {n}" for n in session_notes) + "\n" + text
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
     async def call(method: str, args: dict[str, Any], *, with_source: bool = False) -> Any:
