@@ -55,14 +55,14 @@ def vector_status() -> tuple[bool, str]:
     """(loads, words): whether the VECTOR extension loads in this engine, checked on an in-memory database."""
     import ladybug
 
+    from keymem.store.vectors import load_vector
+
     conn = ladybug.Connection(ladybug.Database())
     try:
-        conn.execute("LOAD EXTENSION VECTOR")
-        return True, "installed"
-    except Exception as exc:
-        return False, str(exc).splitlines()[0]
+        why = load_vector(conn.execute)
     finally:
         conn.close()
+    return why is None, why or "installed"
 
 
 @extensions_app.command("download")
@@ -108,6 +108,10 @@ def extensions_status() -> None:
 
 
 def _quoted(text: str) -> str:
-    if "'" in text or "\\" in text:
-        raise fail(f"the extension server address cannot hold a quote or a backslash: {text}", code=2)
-    return text
+    from keymem.errors import StoreError
+    from keymem.store.engine import cypher_literal
+
+    try:
+        return cypher_literal(text, "the extension server address")
+    except StoreError as exc:
+        raise fail(str(exc), code=2) from None

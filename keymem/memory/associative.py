@@ -386,12 +386,11 @@ def rank(graph: Parts, query: str, namespace: str, hops: int) -> Ranking:
                    key_path=keyed, seen_links=seen_links, texts=_Texts(graph))
 
 
-def recall_direct(graph: Parts, request: DirectRequest, *, reinforce: bool = True,
-                  ranking: Ranking | None = None) -> DirectResult:
+def recall_direct(graph: Parts, request: DirectRequest, *, reinforce: bool = True) -> DirectResult:
     query, top_k, ns = request.query, request.top_k, request.namespace
     hops = graph.settings.recall_hops if request.hops is None else request.hops
     use_rerank, explain = request.rerank, request.explain
-    r = ranking or rank(graph, query, ns, hops)
+    r = rank(graph, query, ns, hops)
     now, text = r.now, r.texts
     ranked = [Candidate(c.memory_id, c.score, c.hops, list(c.via_keys), c.lexical, c.direct) for c in r.ranked]
     for pos, c in enumerate(ranked, start=1):

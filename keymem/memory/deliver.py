@@ -22,8 +22,8 @@ matched instead of presenting an unrelated memory.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from keymem.memory.associative import HUB_FANOUT, Ranking, rank
 from keymem.memory.calls import DIRECT_QUERY_CHARS, InjectRequest, RecallRequest
@@ -73,9 +73,8 @@ class Delivered:
     content: str
     score: float
     hops: int  # 0: a direct hit; n: reached by n hops of association
-    path: list[str] = field(default_factory=list)  # key texts from a direct hit to this memory
-    path_ids: list[str] = field(default_factory=list)
-    validity: Validity | None = None
+    path: list[str]  # key texts from a direct hit to this memory (none for a direct hit)
+    validity: Validity
 
 
 @dataclass
@@ -142,22 +141,21 @@ def deliver(graph: Parts, r: Ranking, recipe: Recipe) -> Delivery:
     picked += [(m, a, found.hop.get(m, 1)) for a, m in assoc[: recipe.max_associated]]
     texts = r.texts.get([m for m, _, _ in picked])
     rows = graph.mirror.visible(texts, r.now)
-    key_text = {k["id"]: k["text"] for k in graph.mirror.keys({k for m, _, h in picked if h
-                                                                for k in found.path(m)})}
+    paths = {m: found.path(m) for m, _, hops in picked if hops}
+    key_text = {k["id"]: k["text"] for k in graph.mirror.keys({k for p in paths.values() for k in p})}
     out: list[Delivered] = []
     spent = 0.0
     for mid, score, hops in picked:
         if mid not in texts or mid not in rows:
             continue
         content = " ".join(texts[mid].split())
-        path_ids = found.path(mid) if hops else []
-        path = [key_text.get(k, k) for k in path_ids]
+        path = [key_text.get(k, k) for k in paths.get(mid, [])]
         cost = ID_TOKENS + (len(content) + sum(len(p) + 4 for p in path)) / CHARS_PER_TOKEN
         if out and spent + cost > recipe.budget_tokens:
             continue  # a shorter one further down may still fit
         spent += cost
         out.append(Delivered(memory_id=mid, content=content, score=round(score, 4), hops=hops, path=path,
-                             path_ids=path_ids, validity=validity(rows[mid], graph.settings, r.now)))
+                             validity=validity(rows[mid], graph.settings, r.now)))
     return Delivery(out, sure, False, "cross_encoder_logit" if reranked else "fused_score")
 
 
@@ -168,14 +166,10 @@ def inject_text(memories: list[Delivered]) -> str:
         note = []
         if d.path:
             note.append("via " + " -> ".join(d.path))
-        if d.validity is not None and d.validity.status != "fresh":
+        if d.validity.status != "fresh":
             note.append(d.validity.status)
         lines.append(f"- [{d.memory_id}] {d.content}" + (f" ({'; '.join(note)})" if note else ""))
     return "\n".join(lines)
-
-
-def describe(memories: list[Delivered]) -> list[dict[str, Any]]:
-    return [{"memory_id": d.memory_id, "hops": d.hops, "path": d.path} for d in memories]
 
 
 def recall(graph: Parts, request: RecallRequest) -> RecallResult:
@@ -200,12 +194,11 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
     views = [v for v in key_views(graph, rows, ns, now, scores=scored) if v.memory_count > 0]
     views.sort(key=lambda v: (-(v.score or 0.0), -v.specificity, v.key))
     views = views[:top_k]
-    budget = request.budget if request.budget is not None else TOOL.budget_tokens
-    found = deliver(graph, r, TOOL if budget == TOOL.budget_tokens else replace(TOOL, budget_tokens=budget))
+    found = deliver(graph, r, TOOL if request.budget is None else replace(TOOL, budget_tokens=request.budget))
     if views:  # a read through one of them teaches the query as an alias (autokey)
         graph.autokey.note_route(query, r.qvec, [v.key_id for v in views])
     memories = [RecalledMemory(memory_id=d.memory_id, content=d.content, hops=d.hops, via=d.path,
-                               validity=d.validity) for d in found.memories if d.validity is not None]
+                               validity=d.validity) for d in found.memories]
     memory = _preview(graph, memories[0], views) if memories else None
     if memory is not None and found.memories[0].hops == 0:
         memory.score, memory.score_kind = found.memories[0].score, found.score_kind
@@ -222,13 +215,12 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
 def _preview(graph: Parts, first: RecalledMemory, views: list[KeyView]) -> MemoryPreview:
     """The first delivered memory in the preview shape: under the first returned key linking it."""
     weight = dict(graph.mirror.memory_keys(first.memory_id))
-    matched = next((v for v in views if v.key_id in weight), None)
-    linked = sorted(graph.mirror.keys(weight), key=lambda k: (-weight[k["id"]], k["text"]))
-    if matched is None and linked:
-        matched_ref = KeyRef(key_id=linked[0]["id"], key=linked[0]["text"])
-    else:
-        matched_ref = KeyRef(key_id=matched.key_id, key=matched.key) if matched else KeyRef(key_id="", key="")
-    connected = [KeyRef(key_id=k["id"], key=k["text"]) for k in linked if k["id"] != matched_ref.key_id]
+    linked = [KeyRef(key_id=k["id"], key=k["text"])
+              for k in sorted(graph.mirror.keys(weight), key=lambda k: (-weight[k["id"]], k["text"]))]
+    # under the first returned key that links it; else (an associated memory) its strongest key
+    matched_ref = next((KeyRef(key_id=v.key_id, key=v.key) for v in views if v.key_id in weight),
+                       linked[0] if linked else KeyRef(key_id="", key=""))
+    connected = [k for k in linked if k.key_id != matched_ref.key_id]
     return MemoryPreview(memory_id=first.memory_id, content=first.content, matched_key=matched_ref,
                          validity=first.validity, connected_keys=connected)
 

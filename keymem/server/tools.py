@@ -160,32 +160,37 @@ def compact_schema(node: Any) -> Any:
         return [compact_schema(v) for v in node]
     if not isinstance(node, dict):
         return node
-    out = {k: compact_schema(v) for k, v in node.items() if k != "title"}
+    out = {k: ({name: compact_schema(p) for name, p in v.items()} if k == "properties" and isinstance(v, dict)
+               else compact_schema(v))  # an argument may be named "title"; a schema's title goes
+           for k, v in node.items() if k != "title"}
     options = out.get("anyOf")
     if isinstance(options, list) and {"type": "null"} in options and out.get("default", 0) is None:
         rest = [o for o in options if o != {"type": "null"}]
         out.pop("anyOf")
         out.pop("default")
         out = {**rest[0], **out} if len(rest) == 1 else {"anyOf": rest, **out}
-    if isinstance(out.get("properties"), dict):
-        out["properties"] = {k: compact_schema(v) for k, v in node["properties"].items()}
     return out
 
 
 REMEMBER_ARGS = ("content", "keys", "key_types", "namespace", "ttl_seconds", "decay_profile", "related_to")
 
 
+def _arguments(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The argument properties of a tool's input schema and of the models it defines (batch items)."""
+    return [node.get("properties", {}) for node in [schema, *schema.get("$defs", {}).values()]]
+
+
 def undescribe(schema: dict[str, Any], names: tuple[str, ...]) -> None:
-    for node in [schema, *schema.get("$defs", {}).values()]:
-        for name, prop in node.get("properties", {}).items():
+    for props in _arguments(schema):
+        for name, prop in props.items():
             if name in names:
                 prop.pop("description", None)
 
 
 def publish_key_types_as_list(schema: dict[str, Any]) -> dict[str, Any]:
     """``key_types`` is published as a list aligned with ``keys``; a key -> type map is still accepted."""
-    for node in [schema, *schema.get("$defs", {}).values()]:
-        prop = node.get("properties", {}).get("key_types")
+    for props in _arguments(schema):
+        prop = props.get("key_types")
         if prop and "anyOf" in prop:
             listed = next(o for o in prop.pop("anyOf") if o.get("type") == "array")
             prop.update(listed)

@@ -181,11 +181,16 @@ def _import(dest: Path, export_dir: Path) -> dict[str, Any]:
         db.close()
 
 
-def _literal(path: Path) -> str:
-    text = str(path)
+def cypher_literal(text: str, what: str) -> str:
+    """``text`` for a quoted literal in a statement the engine takes no parameter in (IMPORT,
+    EXPORT, INSTALL ... FROM): refused when it holds a quote or a backslash."""
     if "'" in text or "\\" in text:
-        raise StoreError(f"the data dir's path cannot hold a quote or a backslash for a store move: {text}")
+        raise StoreError(f"{what} cannot hold a quote or a backslash: {text}")
     return text
+
+
+def _literal(path: Path) -> str:
+    return cypher_literal(str(path), "the data dir's path, for a store move,")
 
 
 def digest(conn: Any) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -98,13 +99,19 @@ class _Block:
         return [(self.ids[i], float(scores[i])) for i in top if scores[i] >= min_score]
 
 
-def vector_extension(store: Store) -> str | None:
-    """Load LadybugDB's VECTOR extension if it is installed; None if it loads, else why not (one line)."""
+def load_vector(execute: Callable[[str], object]) -> str | None:
+    """Load LadybugDB's VECTOR extension through ``execute`` (a store's ``raw``, a connection's
+    ``execute``) if it is installed; None if it loads, else why not (one line)."""
     try:
-        store.raw("LOAD EXTENSION VECTOR")
+        execute("LOAD EXTENSION VECTOR")
         return None
     except Exception as exc:  # not installed (offline), or built for another engine version
         return str(exc).splitlines()[0]
+
+
+def vector_extension(store: Store) -> str | None:
+    """:func:`load_vector` on the store."""
+    return load_vector(store.raw)
 
 
 class KeyVectors:
