@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -12,18 +10,12 @@ from typing import Any
 import pytest
 
 from keymem.memory.graph import MemoryGraph
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "assoc.py"
+from tests import bench_modules
 
 
 @pytest.fixture(scope="module")
 def assoc() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_assoc", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_modules.load("assoc")
 
 
 def mem(content: str, *keys: tuple[str, str]) -> dict[str, Any]:

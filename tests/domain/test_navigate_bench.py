@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from keymem.memory.graph import MemoryGraph
 from keymem.memory.navigate import preview
+from tests import bench_modules
 from tests.domain.test_navigate_recall import link_weights, memory_state
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "navigate.py"
 
 
 @pytest.fixture(scope="module")
 def nav() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_navigate", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_modules.load("navigate")
 
 
 def words(text: str) -> int:

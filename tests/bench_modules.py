@@ -1,0 +1,20 @@
+"""The benchmark scripts under bench/ as modules, for tests of their logic (they are not a package)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def load(name: str) -> ModuleType:
+    """``bench/<name>.py``, imported once as ``bench_<name>`` (its own imports of bench/_common work)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
