@@ -21,3 +21,7 @@ class StoreError(KeymemError):
 
 class ModelError(KeymemError):
     """An embedding or reranker model cannot be found, downloaded or loaded."""
+
+
+class Forbidden(KeymemError, PermissionError):
+    """The caller's token does not allow this call (another namespace, or a write with a read-only token)."""

@@ -113,6 +113,12 @@ VARS: dict[str, Var] = {
     ),
     "max_content_chars": Var("KEYMEM_MAX_CONTENT_CHARS", "int", "Longest memory content accepted", minimum=1),
     "max_keys": Var("KEYMEM_MAX_KEYS", "int", "Most keys on one memory", minimum=1),
+    "http_token_file": Var(
+        "KEYMEM_HTTP_TOKEN_FILE", "opt_path", "Token file of `keymem serve --http` (unset = <data dir>/tokens.json)"
+    ),
+    "http_max_body_bytes": Var("KEYMEM_HTTP_MAX_BODY_BYTES", "int", "Largest HTTP request body accepted (bytes)", minimum=1024),
+    "http_timeout_s": Var("KEYMEM_HTTP_TIMEOUT_S", "float", "Longest an HTTP request may take before a 504", positive=True),
+    "http_max_concurrent": Var("KEYMEM_HTTP_MAX_CONCURRENT", "int", "HTTP requests in flight before a 503", minimum=1),
     "daemon": Var("KEYMEM_DAEMON", "choice", "auto: share one daemon; off: open the store in this process", choices=("auto", "off")),
     "log_level": Var("KEYMEM_LOG_LEVEL", "choice", "Log level", choices=("DEBUG", "INFO", "WARNING", "ERROR")),
     "fault_kill_before_reply": Var(
@@ -168,6 +174,10 @@ class Settings:
     vector_index_min_keys: int = 200_000
     max_content_chars: int = 100_000
     max_keys: int = 32
+    http_token_file: Path | None = None
+    http_max_body_bytes: int = 4 * 1024 * 1024
+    http_timeout_s: float = 120.0
+    http_max_concurrent: int = 32
     daemon: Literal["auto", "off"] = "auto"
     log_level: str = "INFO"
     fault_kill_before_reply: str | None = None
@@ -194,6 +204,10 @@ class Settings:
     @property
     def log_path(self) -> Path:
         return self.data_dir / "logs" / "keymem.log"
+
+    @property
+    def token_file(self) -> Path:
+        return self.http_token_file or self.data_dir / "tokens.json"
 
     @property
     def socket_path(self) -> Path:

@@ -110,6 +110,8 @@ register("keymem.cli.commands:snapshot")
 register("keymem.cli.commands:viz")
 register("keymem.cli.engine_cmds:migrate")
 app.add_typer(importlib.import_module("keymem.cli.engine_cmds").extensions_app, name="extensions")
+register("keymem.cli.remote_cmds:serve")
+app.add_typer(importlib.import_module("keymem.cli.remote_cmds").token_app, name="token")
 
 
 def _serve() -> int:

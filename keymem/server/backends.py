@@ -107,6 +107,11 @@ class DaemonBackend:
         finally:
             self._connected.set()
 
+    def warm(self) -> None:
+        """Start the daemon now, if none runs (a server expecting traffic: the models load before it)."""
+        self._connected.wait(10.0)
+        self._warm_up()
+
     def _warm_up(self) -> None:
         try:
             self._hello()

@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from logging.handlers import RotatingFileHandler
+from pathlib import Path
 
 from keymem.server.protocol import ensure_private_dir
 from keymem.settings import Settings
@@ -27,8 +28,10 @@ class PrivateRotatingFileHandler(RotatingFileHandler):
         return os.fdopen(fd, "a", encoding=self.encoding or "utf-8", errors=self.errors)
 
 
-def setup_logging(settings: Settings, *, stderr: bool = True) -> None:
-    """Route the ``keymem`` loggers (and warnings from libraries) to stderr and the log file."""
+def setup_logging(settings: Settings, *, stderr: bool = True, path: Path | None = None) -> None:
+    """Route the ``keymem`` loggers (and warnings from libraries) to stderr and the log file (``path``:
+    another file than the daemon's, for a process that runs beside it)."""
+    log_path = path or settings.log_path
     root = logging.getLogger()
     for h in list(root.handlers):
         if getattr(h, "_keymem", False):
@@ -38,10 +41,10 @@ def setup_logging(settings: Settings, *, stderr: bool = True) -> None:
     if stderr:
         handlers.append(logging.StreamHandler(sys.stderr))
     try:
-        ensure_private_dir(settings.log_path.parent)
-        handlers.append(PrivateRotatingFileHandler(settings.log_path, maxBytes=MAX_BYTES, backupCount=BACKUPS))
+        ensure_private_dir(log_path.parent)
+        handlers.append(PrivateRotatingFileHandler(log_path, maxBytes=MAX_BYTES, backupCount=BACKUPS))
     except OSError as exc:  # a read-only data dir must not stop the server
-        print(f"keymem: cannot write the log file {settings.log_path}: {exc}", file=sys.stderr)
+        print(f"keymem: cannot write the log file {log_path}: {exc}", file=sys.stderr)
     for h in handlers:
         h.setFormatter(fmt)
         h._keymem = True  # type: ignore[attr-defined]

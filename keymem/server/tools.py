@@ -197,8 +197,10 @@ def publish_key_types_as_list(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def build_server(settings: Settings, backend: Backend, *, started: float | None = None) -> MCPServer:
-    """The MCP server for one process; ``started`` (monotonic) bounds the wait for live counts."""
+def build_server(settings: Settings, backend: Backend, *, started: float | None = None, auth: Any = None,
+                 token_verifier: Any = None) -> MCPServer:
+    """The MCP server for one process; ``started`` (monotonic) bounds the wait for live counts; ``auth`` and
+    ``token_verifier`` (the SDK's) make the HTTP server require bearer tokens (keymem/server/http.py)."""
     t0 = time.monotonic() if started is None else started
     content_max = settings.max_content_chars
     Content = Annotated[str, Field(min_length=1, max_length=content_max, description="The fact, self-contained")]
@@ -380,6 +382,8 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         version=__version__,
         instructions=texts.instructions(None, settings.hook_installed),
         tools=tools,
+        auth=auth,
+        token_verifier=token_verifier,
     )
 
     server.tool_names = tuple(t.name for t in tools)

@@ -1,0 +1,138 @@
+"""What an HTTP caller's token allows, applied to every tool call before it reaches the daemon.
+
+The HTTP server builds the same MCP server as stdio (:func:`keymem.server.tools.build_server`)
+on a :class:`ScopedBackend`: a backend that reads the request's token (the SDK's bearer-auth
+context) and
+
+* refuses the six mutating tools for a read-only token;
+* refuses a namespace the token does not hold, and puts a call that names none in the token's
+  first namespace;
+* looks an id up only in the token's namespaces (``forget`` and the other id-based tools take
+  a ``namespace`` that narrows the lookup): a token of namespace A cannot read, change or
+  delete a memory of namespace B by its id;
+* records the token's name as the write's provenance, and logs every write with it.
+
+A refused call raises :class:`~keymem.errors.Forbidden` before anything is sent: nothing is written.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from keymem.errors import Forbidden, NotFound
+from keymem.server.backends import Backend
+from keymem.server.protocol import WRITES
+from keymem.server.tokens import Token
+
+log = logging.getLogger("keymem.http")
+
+BY_ID = ("read_memory", "confirm_memory", "correct", "dismiss", "forget")  # the id narrows by namespace
+BY_NAMESPACE = ("recall", "browse_keys", "remember")  # the namespace says where to search or write
+
+
+def current_token() -> Token | None:
+    """The token of the HTTP request being served (set by the SDK's auth middleware), or None."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    access = get_access_token()
+    claims = access.claims if access is not None else None
+    return claims.get("keymem_token") if claims else None
+
+
+class ScopedBackend:
+    """A :class:`Backend` that applies the calling token's rights, then forwards to ``inner``."""
+
+    def __init__(self, inner: Backend, token: Callable[[], Token | None] = current_token) -> None:
+        self.inner = inner
+        self.token = token
+        self._lookups = ThreadPoolExecutor(max_workers=8, thread_name_prefix="keymem-scope")
+
+    def start(self) -> None:
+        self.inner.start()
+
+    def kick(self) -> None:
+        self.inner.kick()
+
+    def counts(self, timeout: float) -> dict[str, Any] | None:
+        return self.inner.counts(timeout)
+
+    def close(self) -> None:
+        self._lookups.shutdown(wait=False, cancel_futures=True)
+        self.inner.close()
+
+    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Future[Any]:
+        token = self.token()
+        if token is None:  # the auth middleware answers 401 first; this is a second lock on the door
+            raise Forbidden("no valid token for this request")
+        if token.read_only and method in WRITES:
+            raise Forbidden(f"token '{token.name}' is read-only; {method} changes the store")
+        params = dict(params)
+        source = {"host_agent": "http", "host_session": token.name, "host_turn": None}
+        candidates = self._namespaces(token, method, params)
+        if len(candidates) <= 1:
+            if candidates:
+                params["namespace"] = candidates[0]
+            fut = self.inner.submit(method, params, source if method in WRITES else None)
+        else:  # an id and several namespaces: the first that holds it
+            fut = self._lookups.submit(self._first_holding, method, params, source, candidates)
+        if method in WRITES:
+            fut.add_done_callback(lambda f: _log_write(token, method, params, f))
+        return fut
+
+    def _namespaces(self, token: Token, method: str, params: dict[str, Any]) -> list[str]:
+        """Where the call may look: [] (unchanged), [ns] (set), or several (id lookups, in order)."""
+        if method == "remember_batch":
+            items = params.get("items")
+            if isinstance(items, list):
+                params["items"] = [self._item(token, it) for it in items]
+            return []
+        given = params.get("namespace")
+        if given is not None:
+            if not isinstance(given, str) or not token.allows(given):
+                raise Forbidden(f"token '{token.name}' may not use namespace {given!r} "
+                                f"(its namespaces: {', '.join(token.namespaces)})")
+            return [given]
+        if not token.namespaces:
+            return []
+        by_id = method in BY_ID or (method == "read_key" and str(params.get("key_id", "")).startswith("k_"))
+        return list(token.namespaces) if by_id else [token.namespaces[0]]
+
+    def _item(self, token: Token, item: Any) -> Any:
+        if not isinstance(item, dict):
+            return item  # the domain names what is wrong with it
+        ns = item.get("namespace")
+        if ns is None:
+            return {**item, "namespace": token.default_namespace} if token.namespaces else item
+        if not isinstance(ns, str) or not token.allows(ns):
+            raise Forbidden(f"token '{token.name}' may not use namespace {ns!r} "
+                            f"(its namespaces: {', '.join(token.namespaces)})")
+        return item
+
+    def _first_holding(self, method: str, params: dict[str, Any], source: dict[str, Any],
+                       namespaces: list[str]) -> Any:
+        for ns in namespaces:
+            try:
+                return self.inner.submit(method, {**params, "namespace": ns},
+                                         source if method in WRITES else None).result()
+            except NotFound:
+                continue
+        what = "key" if method == "read_key" else "memory"
+        ident = params.get("key_id") if method == "read_key" else params.get("memory_id")
+        raise NotFound(f"{what} {ident} does not exist in namespaces {', '.join(namespaces)}")
+
+
+def _log_write(token: Token, method: str, params: dict[str, Any], fut: Future[Any]) -> None:
+    """One line per write over HTTP, naming the token (never its secret)."""
+    exc = fut.exception()
+    target = params.get("memory_id") or params.get("namespace") or "-"
+    if exc is not None:
+        log.info("http write %s by token %s (%s) refused: %s", method, token.name, target, exc)
+        return
+    result = fut.result()
+    made = result.get("id") if isinstance(result, dict) else None
+    if method == "remember_batch" and isinstance(result, dict):
+        made = f"{len(result.get('results') or [])} items"
+    log.info("http write %s by token %s: %s%s", method, token.name, target, f" -> {made}" if made else "")
