@@ -127,12 +127,12 @@ class ScopedBackend:
 def _log_write(token: Token, method: str, params: dict[str, Any], fut: Future[Any]) -> None:
     """One line per write over HTTP, naming the token (never its secret)."""
     exc = fut.exception()
-    target = params.get("memory_id") or params.get("namespace") or "-"
+    target = params.get("memory_id") or f"namespace {params.get('namespace') or 'default'}"
     if exc is not None:
         log.info("http write %s by token %s (%s) refused: %s", method, token.name, target, exc)
         return
     result = fut.result()
-    made = result.get("id") if isinstance(result, dict) else None
+    made = result.get("memory_id") if isinstance(result, dict) and method != "forget" else None
     if method == "remember_batch" and isinstance(result, dict):
         made = f"{len(result.get('results') or [])} items"
     log.info("http write %s by token %s: %s%s", method, token.name, target, f" -> {made}" if made else "")
