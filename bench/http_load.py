@@ -1,0 +1,314 @@
+"""MCP over HTTP under load, beside stdio clients, on one daemon: errors, lost writes, latency.
+
+    python bench/scale.py --memories 10000 --dir D --build-only     # a 10k store, once (~90 s)
+    python bench/http_load.py --store D/data [--http-clients 8] [--stdio-clients 2] [--calls 250]
+                              [--kill-daemon-after N] [--json OUT]
+
+The store is copied to a temporary data dir; a real ``keymem serve --http`` process and its daemon
+serve it (MiniLM int8, reranker off). Measured in one run:
+
+1. **Transport cost, quiet**: the same ``recall`` queries over one HTTP session and one stdio
+   session, interleaved call by call (200 each): p50/p95 of each and the difference.
+2. **Load**: ``--http-clients`` MCP sessions over streamable HTTP (SDK client, one bearer token
+   each) and ``--stdio-clients`` real ``keymem`` stdio servers, all at once, ``--calls`` mixed calls
+   each (recall 45%, remember 20%, read_key 15%, read_memory 10%, browse_keys 5%, correct 5%; a
+   seeded sequence per client). Errors (tool errors and transport failures), per-transport
+   per-tool p50/p95, and recall p95 over HTTP against stdio in the same run.
+3. **Lost writes**: every write a client saw acknowledged (``remember`` ids, ``correct``'s new ids)
+   is read back from the daemon after the load; a missing one is a lost write.
+   With ``--kill-daemon-after N`` the daemon is SIGKILLed once N writes were acknowledged: the
+   HTTP server starts a new one and retries the call in flight with the same request id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import MODEL_NAME, minilm_dir, summary_ms  # noqa: E402
+
+SERVER = [sys.executable, "-m", "keymem.cli.main"]
+MIX = (("recall", 45), ("remember", 20), ("read_key", 15), ("read_memory", 10), ("browse_keys", 5), ("correct", 5))
+WRITES = ("remember", "correct")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def env_for(data_dir: Path, model: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KEYMEM_")}
+    env.update(KEYMEM_DATA_DIR=str(data_dir), EMBEDDING_BACKEND="local", LOCAL_EMBEDDING_MODEL=MODEL_NAME,
+               LOCAL_EMBEDDING_MODEL_PATH=str(model), KEYMEM_RERANK="false", HF_HUB_OFFLINE="1",
+               KEYMEM_LOG_LEVEL="WARNING")
+    return env
+
+
+class Client:
+    """One MCP session (HTTP or stdio) that records each call's latency and outcome."""
+
+    def __init__(self, name: str, transport: str, session: Any) -> None:
+        self.name, self.transport, self.session = name, transport, session
+        self.latency: dict[str, list[float]] = {}
+        self.errors: list[str] = []
+        self.acked: list[str] = []
+
+    async def call(self, tool: str, args: dict[str, Any]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            res = await self.session.call_tool(tool, args)
+        except Exception as exc:  # a transport failure: the client saw no answer
+            self.errors.append(f"{self.name} {tool}: {type(exc).__name__}: {exc}")
+            return None
+        self.latency.setdefault(tool, []).append(time.perf_counter() - t0)
+        if res.is_error:
+            self.errors.append(f"{self.name} {tool}: {res.content[0].text[:200]}")
+            return None
+        data = res.structured_content or {}
+        if tool in WRITES and data.get("memory_id"):
+            self.acked.append(data["memory_id"])
+        return data
+
+
+def plan(seed: int, n: int, words: list[str], key_ids: list[str], memory_ids: list[str], who: str) -> list[Any]:
+    """The seeded call sequence of one client: (tool, args) or ("correct", None) for its own last write."""
+    rng = random.Random(seed)
+    tools = [t for t, w in MIX for _ in range(w)]
+    out: list[Any] = []
+    for i in range(n):
+        tool = rng.choice(tools)
+        if tool == "recall":
+            out.append((tool, {"query": " ".join(rng.sample(words, rng.randint(1, 3)))}))
+        elif tool == "remember":
+            ks = rng.sample(words, 2)
+            out.append((tool, {"content": f"{who} note {i}: {' '.join(rng.sample(words, 8))}", "keys": ks}))
+        elif tool == "read_key":
+            out.append((tool, {"key_id": rng.choice(key_ids), "limit": 5}))
+        elif tool == "read_memory":
+            out.append((tool, {"memory_id": rng.choice(memory_ids)}))
+        elif tool == "browse_keys":
+            out.append((tool, {"limit": 20, "offset": rng.randint(0, 200)}))
+        else:
+            out.append(("correct", {"content": f"{who} corrected note {i}: {' '.join(rng.sample(words, 8))}"}))
+    return out
+
+
+async def run_client(c: Client, calls: list[Any], progress: dict[str, int]) -> None:
+    for tool, args in calls:
+        if tool == "correct":
+            if not c.acked:
+                continue
+            args = {**args, "memory_id": c.acked[-1]}
+        before = len(c.acked)
+        await c.call(tool, args)
+        progress["acked"] += len(c.acked) - before
+        progress["calls"] += 1
+
+
+@contextlib.asynccontextmanager
+async def http_session(url: str, token: str) -> Any:
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=300) as hc,
+                streamable_http_client(url, http_client=hc) as (r, w, *_), ClientSession(r, w) as s):
+        await s.initialize()
+        yield s
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(env: dict[str, str]) -> Any:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=SERVER[0], args=SERVER[1:], env=env)
+    async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        yield s
+
+
+def daemon_call(env: dict[str, str], method: str, params: dict[str, Any] | None = None) -> Any:
+    from keymem.server.client import DaemonClient
+    from keymem.settings import load_settings
+
+    c = DaemonClient(load_settings(env), start=False)
+    try:
+        return c.call(method, params or {}, timeout=120)
+    finally:
+        c.close()
+
+
+async def killer(data_dir: Path, after: int, progress: dict[str, int], report: dict[str, Any]) -> None:
+    while progress["acked"] < after:
+        if progress["done"]:
+            return
+        await asyncio.sleep(0.02)
+    pid = int((data_dir / "daemon.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGKILL)
+    report["killed"] = {"pid": pid, "after_acked_writes": progress["acked"], "at_call": progress["calls"]}
+
+
+async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str, str], data_dir: Path) -> dict[str, Any]:
+    async with http_session(url, token) as probe:
+        listed = (await probe.call_tool("browse_keys", {"limit": 300})).structured_content or {}
+        keys = listed.get("keys") or []
+        key_ids = [k["key_id"] for k in keys]
+        words = sorted({w for k in keys for w in k["key"].split() if w.isalpha() and len(w) > 2})[:300]
+        memory_ids: list[str] = []
+        for kid in key_ids[:30]:
+            page = (await probe.call_tool("read_key", {"key_id": kid, "limit": 10})).structured_content or {}
+            memory_ids += [m["memory_id"] for m in page.get("memories") or []]
+    report: dict[str, Any] = {"keys_sampled": len(key_ids), "memories_sampled": len(memory_ids)}
+
+    # 1. transport cost, quiet: interleaved recall over HTTP and stdio
+    rng = random.Random(11)
+    queries = [" ".join(rng.sample(words, rng.randint(1, 3))) for _ in range(args.quiet_calls)]
+    async with http_session(url, token) as hs, stdio_session(env) as ss:
+        h, s = Client("quiet-http", "http", hs), Client("quiet-stdio", "stdio", ss)
+        for q in queries[:10]:  # warm both paths
+            await h.call("recall", {"query": q})
+            await s.call("recall", {"query": q})
+        h.latency.clear()
+        s.latency.clear()
+        for i, q in enumerate(queries):
+            pair = (h, s) if i % 2 == 0 else (s, h)
+            for c in pair:
+                await c.call("recall", {"query": q})
+    report["quiet"] = {"http_recall_ms": summary_ms(h.latency["recall"], 0.5, 0.95),
+                       "stdio_recall_ms": summary_ms(s.latency["recall"], 0.5, 0.95),
+                       "errors": h.errors + s.errors}
+
+    # 2. load: HTTP and stdio clients at once
+    progress = {"acked": 0, "calls": 0, "done": 0}
+    clients: list[Client] = []
+    async with contextlib.AsyncExitStack() as stack:
+        for i in range(args.http_clients):
+            clients.append(Client(f"http-{i}", "http", await stack.enter_async_context(http_session(url, token))))
+        for i in range(args.stdio_clients):
+            clients.append(Client(f"stdio-{i}", "stdio", await stack.enter_async_context(stdio_session(env))))
+        t0 = time.perf_counter()
+        tasks = [run_client(c, plan(1000 + i, args.calls, words, key_ids, memory_ids, c.name), progress)
+                 for i, c in enumerate(clients)]
+        kill = killer(data_dir, args.kill_daemon_after, progress, report) if args.kill_daemon_after else None
+        kill_task = asyncio.ensure_future(kill) if kill else None
+        await asyncio.gather(*tasks)
+        progress["done"] = 1
+        if kill_task:
+            await kill_task
+        wall = time.perf_counter() - t0
+    load: dict[str, Any] = {"wall_s": round(wall, 1), "calls": progress["calls"],
+                            "calls_per_s": round(progress["calls"] / wall, 1)}
+    for transport in ("http", "stdio"):
+        group = [c for c in clients if c.transport == transport]
+        per_tool: dict[str, Any] = {}
+        for tool, _ in MIX:
+            xs = [x for c in group for x in c.latency.get(tool, [])]
+            if xs:
+                per_tool[tool] = {"n": len(xs), **summary_ms(xs, 0.5, 0.95)}
+        load[transport] = {"clients": len(group), "errors": sum(len(c.errors) for c in group), "tools": per_tool}
+    load["error_lines"] = [e for c in clients for e in c.errors][:20]
+    report["load"] = load
+
+    # 3. lost writes: every acknowledged write read back
+    acked = [m for c in clients for m in c.acked]
+    missing = []
+    for mid in acked:
+        try:
+            daemon_call(env, "read_memory", {"memory_id": mid})
+        except Exception as exc:
+            missing.append(f"{mid}: {exc}")
+    report["writes"] = {"acknowledged": len(acked), "lost": len(missing), "lost_ids": missing[:10]}
+    return report
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--store", type=Path, required=True, help="a keymem data dir (copied; never changed)")
+    ap.add_argument("--http-clients", type=int, default=8)
+    ap.add_argument("--stdio-clients", type=int, default=2)
+    ap.add_argument("--calls", type=int, default=250, help="calls per client")
+    ap.add_argument("--quiet-calls", type=int, default=200)
+    ap.add_argument("--kill-daemon-after", type=int, default=0, help="SIGKILL the daemon after N acknowledged writes")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    if not (args.store / "keymem.lbug").exists():
+        raise SystemExit(f"{args.store} holds no keymem.lbug (build one: bench/scale.py --memories 10000 --dir D "
+                         "--build-only)")
+    tmp = Path(tempfile.mkdtemp(prefix="kmload", dir="/tmp"))
+    data_dir = tmp / "data"
+    shutil.copytree(args.store, data_dir)
+    os.chmod(data_dir, 0o700)
+    env = env_for(data_dir, minilm_dir(tmp / "model"))
+    token = subprocess.run([*SERVER, "token", "create", "bench"], env=env, capture_output=True, text=True,
+                           check=True).stdout.strip().splitlines()[-1]
+    port = free_port()
+    server = subprocess.Popen([*SERVER, "serve", "--http", f"127.0.0.1:{port}"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            with contextlib.suppress(OSError):
+                if urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).status == 200:
+                    break
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"keymem serve did not start: {server.stderr.read() if server.stderr else ''}")
+            time.sleep(0.2)
+        while daemon_call(env, "ping").get("state") != "ready":
+            time.sleep(0.2)
+        counts = daemon_call(env, "counts")
+        report = asyncio.run(measure(args, f"http://127.0.0.1:{port}/mcp", token, env, data_dir))
+        report = {"store": {k: counts.get(k) for k in ("keys", "memories", "links")},
+                  "http_clients": args.http_clients, "stdio_clients": args.stdio_clients,
+                  "calls_per_client": args.calls, "cpus": os.cpu_count(), **report}
+    finally:
+        server.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.wait(timeout=20)
+        with contextlib.suppress(Exception):
+            daemon_call(env, "shutdown")
+        time.sleep(1)
+        shutil.rmtree(tmp, ignore_errors=True)
+    q = report["quiet"]
+    print(f"store: {report['store']}")
+    print(f"quiet recall, interleaved: HTTP p50 {q['http_recall_ms']['p50']:.1f} / p95 {q['http_recall_ms']['p95']:.1f} ms; "
+          f"stdio p50 {q['stdio_recall_ms']['p50']:.1f} / p95 {q['stdio_recall_ms']['p95']:.1f} ms; "
+          f"p95 difference {q['http_recall_ms']['p95'] - q['stdio_recall_ms']['p95']:+.1f} ms")
+    ld = report["load"]
+    print(f"load: {ld['calls']} calls in {ld['wall_s']} s ({ld['calls_per_s']}/s); errors: HTTP {ld['http']['errors']}, "
+          f"stdio {ld['stdio']['errors']}")
+    for transport in ("http", "stdio"):
+        for tool, f in ld[transport]["tools"].items():
+            print(f"  {transport:5} {tool:12} n={f['n']:4}  p50 {f['p50']:7.1f}  p95 {f['p95']:7.1f} ms")
+    hr, sr = ld["http"]["tools"].get("recall"), ld["stdio"]["tools"].get("recall")
+    if hr and sr:
+        print(f"recall p95 under load: HTTP {hr['p95']:.1f} ms, stdio {sr['p95']:.1f} ms, difference {hr['p95'] - sr['p95']:+.1f} ms")
+    for line in ld["error_lines"]:
+        print(f"  error: {line}")
+    w = report["writes"]
+    print(f"writes: {w['acknowledged']} acknowledged, {w['lost']} lost" + (f"; killed {report['killed']}" if "killed" in report else ""))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0 if not (ld["http"]["errors"] or ld["stdio"]["errors"] or w["lost"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
