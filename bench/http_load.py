@@ -15,7 +15,8 @@ serve it (MiniLM int8, reranker off). Measured in one run:
    seeded sequence per client). Errors (tool errors and transport failures), per-transport
    per-tool p50/p95, and recall p95 over HTTP against stdio in the same run.
 3. **Lost writes**: every write a client saw acknowledged (``remember`` ids, ``correct``'s new ids)
-   is read back from the daemon after the load; a missing one is a lost write.
+   is read back from the daemon after the load; a missing one is a lost write. (A version two
+   corrections old is deleted by design, ``correct`` keeps one previous version: not checked.)
    With ``--kill-daemon-after N`` the daemon is SIGKILLed once N writes were acknowledged: the
    HTTP server starts a new one and retries the call in flight with the same request id.
 """
@@ -69,6 +70,7 @@ class Client:
         self.latency: dict[str, list[float]] = {}
         self.errors: list[str] = []
         self.acked: list[str] = []
+        self.corrected: dict[str, str] = {}  # old id -> the id correct() gave its new version
 
     async def call(self, tool: str, args: dict[str, Any]) -> Any:
         t0 = time.perf_counter()
@@ -84,7 +86,19 @@ class Client:
         data = res.structured_content or {}
         if tool in WRITES and data.get("memory_id"):
             self.acked.append(data["memory_id"])
+            if tool == "correct":
+                self.corrected[args["memory_id"]] = data["memory_id"]
         return data
+
+    def must_exist(self) -> list[str]:
+        """The acknowledged writes still owed: heads of correction chains and their previous versions
+        (``correct`` keeps one previous version, so the generation before that is deleted by design)."""
+        out = []
+        for mid in self.acked:
+            nxt = self.corrected.get(mid)
+            if nxt is None or nxt not in self.corrected:
+                out.append(mid)
+        return out
 
 
 def plan(seed: int, n: int, words: list[str], key_ids: list[str], memory_ids: list[str], who: str) -> list[Any]:
@@ -145,6 +159,12 @@ async def stdio_session(env: dict[str, str]) -> Any:
         yield s
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def daemon_call(env: dict[str, str], method: str, params: dict[str, Any] | None = None) -> Any:
     from keymem.server.client import DaemonClient
     from keymem.settings import load_settings
@@ -166,7 +186,8 @@ async def killer(data_dir: Path, after: int, progress: dict[str, int], report: d
     report["killed"] = {"pid": pid, "after_acked_writes": progress["acked"], "at_call": progress["calls"]}
 
 
-async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str, str], data_dir: Path) -> dict[str, Any]:
+async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str, str], data_dir: Path,
+                  front_pid: int) -> dict[str, Any]:
     async with http_session(url, token) as probe:
         listed = (await probe.call_tool("browse_keys", {"limit": 300})).structured_content or {}
         keys = listed.get("keys") or []
@@ -204,6 +225,8 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
             clients.append(Client(f"http-{i}", "http", await stack.enter_async_context(http_session(url, token))))
         for i in range(args.stdio_clients):
             clients.append(Client(f"stdio-{i}", "stdio", await stack.enter_async_context(stdio_session(env))))
+        daemon_pid = int((data_dir / "daemon.pid").read_text().split()[0])
+        cpu0 = (cpu_s(front_pid), cpu_s(daemon_pid))
         t0 = time.perf_counter()
         tasks = [run_client(c, plan(1000 + i, args.calls, words, key_ids, memory_ids, c.name), progress)
                  for i, c in enumerate(clients)]
@@ -214,8 +237,10 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
         if kill_task:
             await kill_task
         wall = time.perf_counter() - t0
+        cpu1 = (cpu_s(front_pid), cpu_s(daemon_pid) if "killed" not in report else float("nan"))
     load: dict[str, Any] = {"wall_s": round(wall, 1), "calls": progress["calls"],
-                            "calls_per_s": round(progress["calls"] / wall, 1)}
+                            "calls_per_s": round(progress["calls"] / wall, 1),
+                            "cpu_s": {"http_server": round(cpu1[0] - cpu0[0], 1), "daemon": round(cpu1[1] - cpu0[1], 1)}}
     for transport in ("http", "stdio"):
         group = [c for c in clients if c.transport == transport]
         per_tool: dict[str, Any] = {}
@@ -228,14 +253,15 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
     report["load"] = load
 
     # 3. lost writes: every acknowledged write read back
-    acked = [m for c in clients for m in c.acked]
+    acked = [m for c in clients for m in c.must_exist()]
     missing = []
     for mid in acked:
         try:
             daemon_call(env, "read_memory", {"memory_id": mid})
         except Exception as exc:
             missing.append(f"{mid}: {exc}")
-    report["writes"] = {"acknowledged": len(acked), "lost": len(missing), "lost_ids": missing[:10]}
+    report["writes"] = {"acknowledged": sum(len(c.acked) for c in clients), "checked": len(acked),
+                        "lost": len(missing), "lost_ids": missing[:10]}
     return report
 
 
@@ -274,7 +300,7 @@ def main() -> int:
         while daemon_call(env, "ping").get("state") != "ready":
             time.sleep(0.2)
         counts = daemon_call(env, "counts")
-        report = asyncio.run(measure(args, f"http://127.0.0.1:{port}/mcp", token, env, data_dir))
+        report = asyncio.run(measure(args, f"http://127.0.0.1:{port}/mcp", token, env, data_dir, server.pid))
         report = {"store": {k: counts.get(k) for k in ("keys", "memories", "links")},
                   "http_clients": args.http_clients, "stdio_clients": args.stdio_clients,
                   "calls_per_client": args.calls, "cpus": os.cpu_count(), **report}
@@ -293,7 +319,7 @@ def main() -> int:
           f"p95 difference {q['http_recall_ms']['p95'] - q['stdio_recall_ms']['p95']:+.1f} ms")
     ld = report["load"]
     print(f"load: {ld['calls']} calls in {ld['wall_s']} s ({ld['calls_per_s']}/s); errors: HTTP {ld['http']['errors']}, "
-          f"stdio {ld['stdio']['errors']}")
+          f"stdio {ld['stdio']['errors']}; CPU s: HTTP server {ld['cpu_s']['http_server']}, daemon {ld['cpu_s']['daemon']}")
     for transport in ("http", "stdio"):
         for tool, f in ld[transport]["tools"].items():
             print(f"  {transport:5} {tool:12} n={f['n']:4}  p50 {f['p50']:7.1f}  p95 {f['p95']:7.1f} ms")
@@ -303,7 +329,7 @@ def main() -> int:
     for line in ld["error_lines"]:
         print(f"  error: {line}")
     w = report["writes"]
-    print(f"writes: {w['acknowledged']} acknowledged, {w['lost']} lost" + (f"; killed {report['killed']}" if "killed" in report else ""))
+    print(f"writes: {w['acknowledged']} acknowledged, {w['checked']} owed and read back, {w['lost']} lost" + (f"; killed {report['killed']}" if "killed" in report else ""))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2) + "\n")

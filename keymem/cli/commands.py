@@ -115,6 +115,8 @@ def doctor(
         if info.get("state") == "failed":
             problems.append((f"the daemon could not open the store or models: {info.get('error')}",
                              f"fix the cause, then `keymem daemon --stop`; see {settings.log_path}"))
+    typer.echo("remote (keymem serve --http):")
+    problems += _doctor_tokens(settings)
     typer.echo("store:")
     problems += _doctor_store(settings, daemon_running=info is not None)
     if check:
@@ -135,6 +137,25 @@ def doctor(
             typer.echo(f"  - {what}\n    fix: {fix}", err=True)
         raise typer.Exit(1)
     typer.echo("\nno problems found")
+
+
+def _doctor_tokens(settings: Any) -> list[tuple[str, str]]:
+    """The HTTP server's token file: how many tokens, and whether it is private and readable."""
+    from keymem.errors import KeymemError
+    from keymem.server.tokens import TokenFile
+
+    path = settings.token_file
+    if not path.exists():
+        typer.echo(f"  no token file ({path}); `keymem token create NAME` makes one")
+        return []
+    try:
+        found = TokenFile(path).tokens()
+    except KeymemError as exc:
+        return [(str(exc), f"remove {path} and create the tokens again")]
+    typer.echo(f"  {len(found)} token(s) in {path}: {', '.join(t.name for t in found) or 'none'}")
+    if path.stat().st_mode & 0o077:
+        return [(f"{path} is readable by other users", f"chmod 600 {path}")]
+    return []
 
 
 def _doctor_models(settings: Any) -> list[tuple[str, str]]:

@@ -386,3 +386,13 @@ def test_admission_caps_requests_in_flight_and_times_them_out() -> None:
     t0 = time.monotonic()
     assert [s for s, _ in _drive(Admission(slow, limit=4, timeout=0.5), 1)] == [504]
     assert time.monotonic() - t0 < 3
+
+
+def test_doctor_reports_the_token_file(km: Keymem) -> None:
+    make_token(km, "laptop")
+    make_token(km, "ci", "--read-only")
+    out = subprocess.run([*SERVER_CMD, "doctor"], env=km.env, capture_output=True, text=True, timeout=120).stdout
+    assert f"2 token(s) in {km.data_dir / 'tokens.json'}: ci, laptop" in out
+    os.chmod(km.data_dir / "tokens.json", 0o644)
+    ran = subprocess.run([*SERVER_CMD, "doctor"], env=km.env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 1 and "tokens.json is readable by other users" in ran.stderr
