@@ -211,12 +211,14 @@ def build_app(settings: Settings, options: HttpOptions, backend: Any) -> Any:
     from starlette.responses import PlainTextResponse
     from starlette.routing import Route
 
+    from keymem.server.scope import bind_token
     from keymem.server.tools import build_server
 
     verifier = KeymemTokenVerifier(TokenFile(settings.token_file))
     base = f"{options.scheme}://{'localhost' if options.loopback else options.host}:{options.port}"
     auth = AuthSettings(issuer_url=base, resource_server_url=None)  # type: ignore[arg-type]
     server = build_server(settings, backend, auth=auth, token_verifier=verifier)
+    server.middleware.insert(0, bind_token)  # every message knows its token (keymem/server/scope.py)
 
     async def health(_request: Any) -> Any:  # for load balancers and container health checks; says nothing else
         return PlainTextResponse("ok\n")

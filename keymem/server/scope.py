@@ -17,6 +17,7 @@ A refused call raises :class:`~keymem.errors.Forbidden` before anything is sent:
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,13 +34,31 @@ BY_ID = ("read_memory", "confirm_memory", "correct", "dismiss", "forget")  # the
 BY_NAMESPACE = ("recall", "browse_keys", "remember")  # the namespace says where to search or write
 
 
-def current_token() -> Token | None:
-    """The token of the HTTP request being served (set by the SDK's auth middleware), or None."""
-    from mcp.server.auth.middleware.auth_context import get_access_token
+_token: contextvars.ContextVar[Token | None] = contextvars.ContextVar("keymem_token", default=None)
 
-    access = get_access_token()
-    claims = access.claims if access is not None else None
-    return claims.get("keymem_token") if claims else None
+
+def current_token() -> Token | None:
+    """The token of the MCP message being handled (:func:`bind_token`), or None."""
+    return _token.get()
+
+
+async def bind_token(ctx: Any, call_next: Any) -> Any:
+    """MCP server middleware: the token of the HTTP request that carried this message, for the
+    handler's duration. Read from each message's own request (the SDK's bearer-auth middleware put
+    the verified token there), so it is right in any session mode. A read-only token is not shown
+    the tools it may not call."""
+    user = getattr(ctx.request, "scope", {}).get("user") if ctx.request is not None else None
+    access = getattr(user, "access_token", None)
+    claims = getattr(access, "claims", None) or {}
+    token = claims.get("keymem_token")
+    bound = _token.set(token)
+    try:
+        result = await call_next(ctx)
+    finally:
+        _token.reset(bound)
+    if token is not None and token.read_only and ctx.method == "tools/list" and isinstance(result, dict):
+        result["tools"] = [t for t in result.get("tools") or [] if t.get("name") not in WRITES]
+    return result
 
 
 class ScopedBackend:

@@ -16,8 +16,11 @@ import ssl
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
+
+import anyio
 
 from tests.e2e.support import SERVER_CMD, Keymem
 
@@ -84,3 +87,25 @@ def http_server(km: Keymem, *args: str, port: int | None = None, extra_args: Seq
             proc.wait(timeout=15)
         if stop_daemon:
             km.stop_all()
+
+
+async def mcp_session(url: str, token: str | None, fn: Callable[[Any], Awaitable[Any]], verify: Any = True) -> Any:
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (httpx2.AsyncClient(headers=headers, timeout=120, verify=verify) as hc,
+                streamable_http_client(url, http_client=hc) as (read, write, *_),
+                ClientSession(read, write) as session):
+        await session.initialize()
+        return await fn(session)
+
+
+def call(url: str, token: str, tool: str, args: dict[str, Any], verify: Any = True) -> Any:
+    """One tool call on a new connection (a new MCP session): (is_error, text, structured)."""
+    async def go(s: Any) -> Any:
+        return await s.call_tool(tool, args)
+
+    res = anyio.run(mcp_session, url, token, go, verify)
+    return res.is_error, res.content[0].text, res.structured_content

@@ -14,8 +14,8 @@ from typing import Any
 import anyio
 
 from keymem.server import client
+from tests.e2e.http_support import http_server, make_token, mcp_session
 from tests.e2e.support import Keymem
-from tests.server.test_http import _session, http_server, make_token
 
 
 def test_a_daemon_kill_during_http_writes_loses_no_acknowledged_write(km: Keymem) -> None:
@@ -38,7 +38,7 @@ def test_a_daemon_kill_during_http_writes_loses_no_acknowledged_write(km: Keymem
                 else:
                     acked.append(res.structured_content["memory_id"])
 
-        await _session(url, token, go)
+        await mcp_session(url, token, go)
 
     async def kill_after(n: int) -> None:
         while len(acked) < n:

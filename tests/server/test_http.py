@@ -11,13 +11,10 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,73 +22,8 @@ import anyio
 import pytest
 
 from keymem.server import client
-from tests.e2e.support import Keymem, keymem_env
-
-SERVER_CMD = [sys.executable, "-m", "keymem.cli.main"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def make_token(km: Keymem, name: str, *flags: str) -> str:
-    out = subprocess.run([*SERVER_CMD, "token", "create", name, *flags], env=km.env, capture_output=True, text=True,
-                         timeout=60, check=True).stdout
-    return out.strip().splitlines()[-1]
-
-
-@contextlib.contextmanager
-def http_server(km: Keymem, *args: str, port: int | None = None,
-                env: dict[str, str] | None = None) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``keymem serve --http 127.0.0.1:PORT`` until /health answers; stopped (and its daemon) afterwards."""
-    port = port or free_port()
-    scheme = "https" if "--tls-cert" in args else "http"
-    proc = subprocess.Popen([*SERVER_CMD, "serve", "--http", f"127.0.0.1:{port}", *args], env=env or km.env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"{scheme}://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, f"keymem serve exited: {proc.stderr.read() if proc.stderr else ''}"
-            with contextlib.suppress(OSError):
-                if scheme == "http" and urllib.request.urlopen(f"{base}/health", timeout=2).status == 200:
-                    break
-                if scheme == "https":
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
-                        break
-            assert time.monotonic() < deadline, "keymem serve did not answer /health"
-            time.sleep(0.1)
-        yield f"{base}/mcp", proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-async def _session(url: str, token: str | None, fn: Callable[[Any], Awaitable[Any]], verify: Any = True) -> Any:
-    import httpx2
-    from mcp.client.session import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with (httpx2.AsyncClient(headers=headers, timeout=120, verify=verify) as hc,
-                streamable_http_client(url, http_client=hc) as (read, write, *_),
-                ClientSession(read, write) as session):
-        await session.initialize()
-        return await fn(session)
-
-
-def call(url: str, token: str, tool: str, args: dict[str, Any], verify: Any = True) -> Any:
-    """One tool call on a new connection (a new MCP session): (is_error, text, structured)."""
-    async def go(s: Any) -> Any:
-        return await s.call_tool(tool, args)
-
-    res = anyio.run(_session, url, token, go, verify)
-    return res.is_error, res.content[0].text, res.structured_content
+from tests.e2e.http_support import call, http_server, make_token, mcp_session
+from tests.e2e.support import SERVER_CMD, Keymem, keymem_env
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str, dict[str, str]]:
@@ -206,6 +138,13 @@ def test_a_read_only_token_reads_and_cannot_write(remote: dict[str, Any]) -> Non
         err, text, _ = call(url, t["reader"], tool, args)
         assert err and text == f"{tool}: token 'reader' is read-only; {tool} changes the store"
     assert memories(km) == before
+
+    async def listed(s: Any) -> Any:
+        return await s.list_tools()
+
+    names = {t.name for t in anyio.run(mcp_session, url, t["reader"], listed).tools}
+    assert names == {"recall", "browse_keys", "read_key", "read_memory"}
+    assert len(anyio.run(mcp_session, url, t["root"], listed).tools) == 10
 
 
 def test_requests_without_a_valid_token_get_401_and_write_nothing(remote: dict[str, Any]) -> None:
