@@ -22,7 +22,7 @@ token_app = typer.Typer(help="Bearer tokens for `keymem serve --http`.", no_args
 
 def serve(
     http: Annotated[str, typer.Option("--http", metavar="[HOST:]PORT",
-                                      help="Serve MCP over streamable HTTP at /mcp (default 127.0.0.1:8765)")] = "",
+                                      help="Serve MCP over streamable HTTP at /mcp on this address")] = "127.0.0.1:8765",
     tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="TLS certificate (PEM)", dir_okay=False)] = None,
     tls_key: Annotated[Path | None, typer.Option("--tls-key", help="TLS private key (PEM)", dir_okay=False)] = None,
     behind_tls_proxy: Annotated[bool, typer.Option(
@@ -35,7 +35,6 @@ def serve(
 ) -> None:
     """Serve the tools over MCP streamable HTTP, with bearer tokens (`keymem token create`)."""
     from keymem.server.http import (
-        DEFAULT_LISTEN,
         HttpOptions,
         ListenError,
         check_options,
@@ -46,7 +45,7 @@ def serve(
 
     settings = settings_or_exit()
     try:
-        host, port = parse_listen(http or DEFAULT_LISTEN)
+        host, port = parse_listen(http)
         options = HttpOptions(host=host, port=port, tls_cert=tls_cert, tls_key=tls_key,
                               behind_tls_proxy=behind_tls_proxy, allow_origins=tuple(allow_origin or ()),
                               allow_hosts=tuple(h.lower() for h in allow_host or ()))
@@ -54,7 +53,11 @@ def serve(
     except ListenError as exc:
         raise fail(str(exc), code=2) from None
     setup_logging(settings, stderr=True, path=settings.log_path.with_name("http.log"))
-    raise typer.Exit(serve_http(settings, options))
+    try:
+        code = serve_http(settings, options)
+    except ListenError as exc:
+        raise fail(str(exc), code=2) from None
+    raise typer.Exit(code)
 
 
 @token_app.command("create")

@@ -28,12 +28,12 @@ from typing import Any
 
 import anyio
 
+from keymem.errors import KeymemError
 from keymem.server.tokens import Token, TokenFile
 from keymem.settings import Settings
 
 log = logging.getLogger("keymem.http")
 
-DEFAULT_LISTEN = "127.0.0.1:8765"
 PATH = "/mcp"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -152,7 +152,7 @@ class OriginGuard:
         self.app, self.origins, self.hosts = app, set(origins), {h.lower() for h in hosts}
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and scope.get("path") != "/health":  # /health says "ok" and nothing else
             origin = _header(scope, b"origin")
             if origin is not None and origin not in self.origins:
                 log.warning("refused a request from origin %s", origin[:200])
@@ -196,8 +196,8 @@ class Admission:
             with anyio.move_on_after(self.timeout) as scope_:
                 await self.app(scope, receive, tracked)
             if scope_.cancelled_caught and not started:
-                log.warning("a request took longer than %.0f s and was answered 504", self.timeout)
-                await _refuse(send, 504, f"keymem: the call took longer than {self.timeout:.0f} s; a write may "
+                log.warning("a request took longer than %g s and was answered 504", self.timeout)
+                await _refuse(send, 504, f"keymem: the call took longer than {self.timeout:g} s; a write may "
                                          "still complete (recall before repeating it)")
         finally:
             self.in_flight -= 1
@@ -249,7 +249,10 @@ def serve_http(settings: Settings, options: HttpOptions) -> int:
 
     check_options(options)
     tokens = TokenFile(settings.token_file)
-    known: list[Token] = tokens.tokens()
+    try:
+        known: list[Token] = tokens.tokens()
+    except (KeymemError, OSError) as exc:
+        raise ListenError(str(exc)) from None
     inner = DaemonBackend(settings)
     backend = ScopedBackend(inner)
     backend.start()

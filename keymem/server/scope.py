@@ -86,6 +86,13 @@ class ScopedBackend:
         token = self.token()
         if token is None:  # the auth middleware answers 401 first; this is a second lock on the door
             raise Forbidden("no valid token for this request")
+        try:
+            return self._submit(token, method, params)
+        except Forbidden as exc:
+            log.info("http %s by token %s refused: %s", method, token.name, exc)
+            raise
+
+    def _submit(self, token: Token, method: str, params: dict[str, Any]) -> Future[Any]:
         if token.read_only and method in WRITES:
             raise Forbidden(f"token '{token.name}' is read-only; {method} changes the store")
         params = dict(params)

@@ -335,3 +335,24 @@ def test_doctor_reports_the_token_file(km: Keymem) -> None:
     os.chmod(km.data_dir / "tokens.json", 0o644)
     ran = subprocess.run([*SERVER_CMD, "doctor"], env=km.env, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 1 and "tokens.json is readable by other users" in ran.stderr
+
+
+def test_a_damaged_token_file_stops_the_server_with_one_line(km: Keymem) -> None:
+    km.data_dir.mkdir(parents=True, exist_ok=True)
+    (km.data_dir / "tokens.json").write_text("{not json")
+    ran = subprocess.run([*SERVER_CMD, "serve", "--http", "127.0.0.1:1"], env=km.env, capture_output=True, text=True,
+                         timeout=60)
+    assert ran.returncode == 2
+    assert ran.stderr.strip().splitlines()[-1].startswith(f"keymem: token file {km.data_dir / 'tokens.json'} is unreadable")
+    assert "Traceback" not in ran.stderr
+
+
+def test_health_answers_whatever_the_host_and_says_nothing_else(km: Keymem) -> None:
+    import urllib.request
+
+    with http_server(km, "--allow-host", "memory.example.com") as (url, _):
+        base = url.removesuffix("/mcp")
+        with urllib.request.urlopen(f"{base}/health", timeout=10) as r:
+            assert r.status == 200 and r.read() == b"ok\n"
+        status, text, _ = post(url, b"{}", {"Authorization": "Bearer kmt_x"})
+        assert status == 421 and "host 127.0.0.1" in text
