@@ -169,8 +169,11 @@ def test_inspector_is_refused_without_a_valid_token(remote: Remote, inspector_np
     reader = make_token(remote.km, "reader", "--read-only")
     refused = inspector(remote, inspector_npm, "--method", "tools/call", "--tool-name", "remember",
                         "--tool-arg", f"content={FACT}", f"keys={json.dumps(KEYS)}", token=reader)
+    # a read-only token is not shown the write tools, so the Inspector refuses before calling
     assert refused.code != 0, refused.out
-    assert "token 'reader' is read-only; remember changes the store" in refused.out
+    assert refused.error()["code"] == "tool_not_found", refused.err
+    listed = inspector(remote, inspector_npm, "--method", "tools/list", token=reader)
+    assert sorted(t["name"] for t in listed.json()["tools"]) == ["browse_keys", "read_key", "read_memory", "recall"]
     empty = inspector(remote, inspector_npm, "--method", "tools/call", "--tool-name", "recall",
                       "--tool-arg", "query=user pets", token=reader)
     assert empty.code == 0, empty.out + empty.err
