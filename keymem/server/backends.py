@@ -63,7 +63,8 @@ class Backend(Protocol):
     def kick(self) -> None:
         """``initialize`` has been answered."""
 
-    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Future[Any]: ...
+    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
+               request_id: str | None = None) -> Future[Any]: ...
 
     def counts(self, timeout: float) -> dict[str, Any] | None: ...
 
@@ -130,13 +131,17 @@ class DaemonBackend:
         for warning in compatibility_warnings(info, self.settings):
             log.warning("%s", warning)
 
-    def _call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Any:
+    def _call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
+              request_id: str | None) -> Any:
         if self.client.info is None:
             self._hello()
-        return self.client.call(method, params, source=source)
+        return self.client.call(method, params, source=source, request_id=request_id)
 
-    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Future[Any]:
-        return self.pool.submit(self._call, method, params, source)
+    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
+               request_id: str | None = None) -> Future[Any]:
+        """The call on a bridge thread; a mutating call runs at most once per ``request_id`` (the
+        client's own, else a new one per call that its retry after a daemon crash repeats)."""
+        return self.pool.submit(self._call, method, params, source, request_id)
 
     def counts(self, timeout: float) -> dict[str, Any] | None:
         """The running daemon's counts, or None (never starts one)."""
@@ -186,11 +191,13 @@ class LocalBackend:
                 self.host.start()
         return self.host
 
-    def _call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Any:
-        return self.open().call(method, params, source)
+    def _call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
+              request_id: str | None) -> Any:
+        return self.open().call(method, params, source, request_id)
 
-    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Future[Any]:
-        return self.pool.submit(self._call, method, params, source)
+    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
+               request_id: str | None = None) -> Future[Any]:
+        return self.pool.submit(self._call, method, params, source, request_id)
 
     def counts(self, timeout: float) -> dict[str, Any] | None:
         if self.host.graph is not None:

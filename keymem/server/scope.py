@@ -18,6 +18,7 @@ A refused call raises :class:`~keymem.errors.Forbidden` before anything is sent:
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -82,17 +83,20 @@ class ScopedBackend:
         self._lookups.shutdown(wait=False, cancel_futures=True)
         self.inner.close()
 
-    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None) -> Future[Any]:
+    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
+               request_id: str | None = None) -> Future[Any]:
         token = self.token()
         if token is None:  # the auth middleware answers 401 first; this is a second lock on the door
             raise Forbidden("no valid token for this request")
+        if request_id is not None:  # one id space per token: another token's id replays nothing
+            request_id = "http-" + hashlib.sha256(f"{token.sha256}\0{request_id}".encode()).hexdigest()[:40]
         try:
-            return self._submit(token, method, params)
+            return self._submit(token, method, params, request_id)
         except Forbidden as exc:
             log.info("http %s by token %s refused: %s", method, token.name, exc)
             raise
 
-    def _submit(self, token: Token, method: str, params: dict[str, Any]) -> Future[Any]:
+    def _submit(self, token: Token, method: str, params: dict[str, Any], request_id: str | None) -> Future[Any]:
         if token.read_only and method in WRITES:
             raise Forbidden(f"token '{token.name}' is read-only; {method} changes the store")
         params = dict(params)
@@ -101,9 +105,9 @@ class ScopedBackend:
         if len(candidates) <= 1:
             if candidates:
                 params["namespace"] = candidates[0]
-            fut = self.inner.submit(method, params, source if method in WRITES else None)
+            fut = self.inner.submit(method, params, source if method in WRITES else None, request_id)
         else:  # an id and several namespaces: the first that holds it
-            fut = self._lookups.submit(self._first_holding, method, params, source, candidates)
+            fut = self._lookups.submit(self._first_holding, method, params, source, candidates, request_id)
         if method in WRITES:
             fut.add_done_callback(lambda f: _log_write(token, method, params, f))
         return fut
@@ -138,11 +142,11 @@ class ScopedBackend:
         return item
 
     def _first_holding(self, method: str, params: dict[str, Any], source: dict[str, Any],
-                       namespaces: list[str]) -> Any:
-        for ns in namespaces:
+                       namespaces: list[str], request_id: str | None) -> Any:
+        for ns in namespaces:  # a NotFound records nothing, so the request id is free for the next
             try:
                 return self.inner.submit(method, {**params, "namespace": ns},
-                                         source if method in WRITES else None).result()
+                                         source if method in WRITES else None, request_id).result()
             except NotFound:
                 continue
         what = "key" if method == "read_key" else "memory"

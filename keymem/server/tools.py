@@ -12,6 +12,7 @@ No ``from __future__ import annotations`` here: the tools are closures over the 
 """
 
 import asyncio
+import contextvars
 import time
 from typing import Annotated, Any, Literal, cast
 
@@ -37,7 +38,7 @@ from keymem.memory.views import (
 from keymem.server import arguments as keymem_arguments
 from keymem.server import provenance, texts
 from keymem.server.backends import Backend
-from keymem.server.protocol import DaemonUnavailable
+from keymem.server.protocol import WRITES, DaemonUnavailable
 from keymem.server.render import render
 from keymem.settings import Settings
 
@@ -244,13 +245,18 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
 
     async def call(method: str, args: dict[str, Any], *, with_source: bool = False) -> Any:
         params = {k: v for k, v in args.items() if v is not None}
+        request_id = _request_id.get() if method in WRITES else None
         source = None
         if with_source:  # file I/O (transcript line count): off the event loop
             source = await asyncio.get_running_loop().run_in_executor(
                 None, provenance.resolve_source, settings.transcript_access
             )
         try:
-            return await asyncio.wrap_future(backend.submit(method, params, source))
+            if request_id is not None:
+                from keymem.memory.requests import check_request_id
+
+                check_request_id(request_id)
+            return await asyncio.wrap_future(backend.submit(method, params, source, request_id))
         except KeymemError as exc:
             raise ToolError(str(exc)) from None
         except DaemonUnavailable as exc:
@@ -404,4 +410,22 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         return result
 
     server.middleware.append(live_instructions)
+    server.middleware.append(request_ids)
     return server
+
+
+REQUEST_ID_META = "keymem/request_id"
+_request_id: contextvars.ContextVar[Any] = contextvars.ContextVar("keymem_call_request_id", default=None)
+
+
+async def request_ids(ctx: Any, call_next: Any) -> Any:
+    """A ``tools/call`` whose ``_meta`` carries ``keymem/request_id`` (8-128 of ``A-Za-z0-9_.:-``) runs
+    a mutating tool at most once per id: a client that lost the answer (a dropped connection, a
+    restarted HTTP server) sends the same call with the same id and gets the recorded result."""
+    meta = getattr(ctx, "meta", None)
+    rid = meta.get(REQUEST_ID_META) if isinstance(meta, dict) and ctx.method == "tools/call" else None
+    bound = _request_id.set(rid)
+    try:
+        return await call_next(ctx)
+    finally:
+        _request_id.reset(bound)

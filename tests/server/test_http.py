@@ -208,6 +208,11 @@ def test_stdio_and_http_clients_share_the_daemon(remote: dict[str, Any]) -> None
         async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
             await s.initialize()
             res = await s.call_tool("recall", {"query": "coffee machine"})
+            kettle = await s.call_tool("remember", {"content": "The kettle on floor 3 works", "keys": ["kettle"]})
+            forget = {"memory_id": kettle.structured_content["memory_id"]}
+            for _ in range(2):  # the stdio server honours a request id as well: the repeat is answered, not run
+                res2 = await s.call_tool("forget", forget, meta={"keymem/request_id": "stdio-retry-01"})
+                assert not res2.is_error, res2.content[0].text
             return str(res.content[0].text)
 
     assert made["memory_id"] in anyio.run(stdio_recall)
@@ -356,3 +361,34 @@ def test_health_answers_whatever_the_host_and_says_nothing_else(km: Keymem) -> N
             assert r.status == 200 and r.read() == b"ok\n"
         status, text, _ = post(url, b"{}", {"Authorization": "Bearer kmt_x"})
         assert status == 421 and "host 127.0.0.1" in text
+
+
+def test_a_write_repeated_with_its_request_id_is_applied_once(remote: dict[str, Any]) -> None:
+    """What a client does when it lost an answer (the HTTP server restarted, the connection dropped)."""
+    url, t, km = remote["url"], remote["tokens"], remote["km"]
+
+    async def twice(s: Any, tool: str, args: dict[str, Any], rid: Any) -> list[Any]:
+        return [await s.call_tool(tool, args, meta={"keymem/request_id": rid}) for _ in range(2)]
+
+    def run(token: str, tool: str, args: dict[str, Any], rid: Any) -> list[Any]:
+        return anyio.run(mcp_session, url, token, lambda s: twice(s, tool, args, rid))  # type: ignore[no-any-return]
+
+    before = memories(km)
+    first, again = run(t["root"], "remember", {"content": "The lab door code changed in May", "keys": ["lab door"]},
+                       "retry-remember-0001")
+    assert not first.is_error and first.structured_content == again.structured_content
+    mid = first.structured_content["memory_id"]
+    assert memories(km) == before + 1
+    gone, gone_again = run(t["root"], "forget", {"memory_id": mid}, "retry-forget-0001")
+    assert not gone.is_error and not gone_again.is_error, gone_again.content[0].text  # not "does not exist"
+    assert memories(km) == before
+    # the same id for another call is refused; another token's same id is its own
+    other = call(url, t["root"], "remember", {"content": "something else", "keys": ["x"]})
+    assert not other[0]
+    reused = run(t["root"], "remember", {"content": "a different fact", "keys": ["y"]}, "retry-remember-0001")[0]
+    assert reused.is_error and "was already used for another call" in reused.content[0].text
+    mine = run(t["alice"], "remember", {"content": "The lab door code changed in May", "keys": ["lab door"]},
+               "retry-remember-0001")[0]
+    assert not mine.is_error and mine.structured_content["memory_id"] != mid
+    bad = run(t["root"], "remember", {"content": "z", "keys": ["z"]}, "short")[0]
+    assert bad.is_error and bad.content[0].text.startswith("remember: request_id 'short' is invalid")

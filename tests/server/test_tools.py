@@ -32,7 +32,7 @@ class FakeBackend:
     def kick(self) -> None:
         self.kicked = True
 
-    def submit(self, method: str, params: dict[str, Any], source: Any) -> Future[Any]:
+    def submit(self, method: str, params: dict[str, Any], source: Any, request_id: str | None = None) -> Future[Any]:
         self.calls.append((method, params, source))
         fut: Future[Any] = Future()
         if self.error:
