@@ -2,7 +2,7 @@
 
     python bench/scale.py --memories 10000 --dir D --build-only     # a 10k store, once (~90 s)
     python bench/http_load.py --store D/data [--http-clients 8] [--stdio-clients 2] [--calls 250]
-                              [--kill-daemon-after N] [--json OUT]
+                              [--rounds R] [--kill-daemon-after N] [--json OUT]
 
 The store is copied to a temporary data dir; a real ``keymem serve --http`` process and its daemon
 serve it (MiniLM int8, reranker off). Measured in one run:
@@ -11,8 +11,9 @@ serve it (MiniLM int8, reranker off). Measured in one run:
    session, interleaved call by call (200 each): p50/p95 of each and the difference.
 2. **Load**: ``--http-clients`` MCP sessions over streamable HTTP (SDK client, one bearer token
    each) and ``--stdio-clients`` real ``keymem`` stdio servers, all at once, ``--calls`` mixed calls
-   each (recall 45%, remember 20%, read_key 15%, read_memory 10%, browse_keys 5%, correct 5%; a
-   seeded sequence per client). Errors (tool errors and transport failures), per-transport
+   each (recall 45%, remember 20%, read_key 15%, read_memory 10%, browse_keys 5%, correct 5%): one
+   seeded sequence that every client makes from its own starting point, so both transports make
+   the same calls. Errors (tool errors and transport failures), per-transport
    per-tool p50/p95, and recall p95 over HTTP against stdio in the same run.
 3. **Lost writes**: every write a client saw acknowledged (``remember`` ids, ``correct``'s new ids)
    is read back from the daemon after the load; a missing one is a lost write. (A version two
@@ -217,30 +218,51 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
                        "stdio_recall_ms": summary_ms(s.latency["recall"], 0.5, 0.95),
                        "errors": h.errors + s.errors}
 
-    # 2. load: HTTP and stdio clients at once
+    # 2. load: HTTP and stdio clients at once, ``--rounds`` times (new sessions each round)
     progress = {"acked": 0, "calls": 0, "done": 0}
     clients: list[Client] = []
-    async with contextlib.AsyncExitStack() as stack:
-        for i in range(args.http_clients):
-            clients.append(Client(f"http-{i}", "http", await stack.enter_async_context(http_session(url, token))))
-        for i in range(args.stdio_clients):
-            clients.append(Client(f"stdio-{i}", "stdio", await stack.enter_async_context(stdio_session(env))))
-        daemon_pid = int((data_dir / "daemon.pid").read_text().split()[0])
-        cpu0 = (cpu_s(front_pid), cpu_s(daemon_pid))
-        t0 = time.perf_counter()
-        tasks = [run_client(c, plan(1000 + i, args.calls, words, key_ids, memory_ids, c.name), progress)
-                 for i, c in enumerate(clients)]
-        kill = killer(data_dir, args.kill_daemon_after, progress, report) if args.kill_daemon_after else None
-        kill_task = asyncio.ensure_future(kill) if kill else None
-        await asyncio.gather(*tasks)
-        progress["done"] = 1
-        if kill_task:
-            await kill_task
-        wall = time.perf_counter() - t0
-        cpu1 = (cpu_s(front_pid), cpu_s(daemon_pid) if "killed" not in report else float("nan"))
-    load: dict[str, Any] = {"wall_s": round(wall, 1), "calls": progress["calls"],
+    rounds: list[dict[str, float]] = []
+    wall, cpu = 0.0, [0.0, 0.0]
+    for r in range(args.rounds):
+        this: list[Client] = []
+        async with contextlib.AsyncExitStack() as stack:
+            for i in range(args.http_clients):
+                session = await stack.enter_async_context(http_session(url, token))
+                this.append(Client(f"http-{i}-r{r}", "http", session))
+            for i in range(args.stdio_clients):
+                this.append(Client(f"stdio-{i}-r{r}", "stdio", await stack.enter_async_context(stdio_session(env))))
+            daemon_pid = int((data_dir / "daemon.pid").read_text().split()[0])
+            cpu0 = (cpu_s(front_pid), cpu_s(daemon_pid))
+            t0 = time.perf_counter()
+
+            # every client makes the same calls (one seeded sequence, its own content, a rotated start),
+            # so HTTP and stdio latencies are of the same queries, not of two draws of them
+            def rotated(i: int, c: Client, r: int = r, n: int = len(this)) -> list[Any]:
+                calls = plan(1000 + r, args.calls, words, key_ids, memory_ids, c.name)
+                k = (i * args.calls) // n
+                return calls[k:] + calls[:k]
+
+            tasks = [run_client(c, rotated(i, c), progress) for i, c in enumerate(this)]
+            progress["done"] = 0
+            kill = killer(data_dir, args.kill_daemon_after, progress, report) if args.kill_daemon_after and r == 0 else None
+            kill_task = asyncio.ensure_future(kill) if kill else None
+            await asyncio.gather(*tasks)
+            progress["done"] = 1
+            if kill_task:
+                await kill_task
+            wall += time.perf_counter() - t0
+            cpu[0] += cpu_s(front_pid) - cpu0[0]
+            cpu[1] += cpu_s(daemon_pid) - cpu0[1] if "killed" not in report else float("nan")
+        clients += this
+        p95 = {t: summary_ms([x for c in this if c.transport == t for x in c.latency.get("recall", [])], 0.95)["p95"]
+               for t in ("http", "stdio")}
+        rounds.append({"http_recall_p95_ms": p95["http"], "stdio_recall_p95_ms": p95["stdio"],
+                       "difference_ms": round(p95["http"] - p95["stdio"], 1)})
+        print(f"round {r + 1}: recall p95 HTTP {p95['http']:.1f} ms, stdio {p95['stdio']:.1f} ms, "
+              f"difference {p95['http'] - p95['stdio']:+.1f} ms", flush=True)
+    load: dict[str, Any] = {"rounds": rounds, "wall_s": round(wall, 1), "calls": progress["calls"],
                             "calls_per_s": round(progress["calls"] / wall, 1),
-                            "cpu_s": {"http_server": round(cpu1[0] - cpu0[0], 1), "daemon": round(cpu1[1] - cpu0[1], 1)}}
+                            "cpu_s": {"http_server": round(cpu[0], 1), "daemon": round(cpu[1], 1)}}
     for transport in ("http", "stdio"):
         group = [c for c in clients if c.transport == transport]
         per_tool: dict[str, Any] = {}
@@ -272,6 +294,7 @@ def main() -> int:
     ap.add_argument("--stdio-clients", type=int, default=2)
     ap.add_argument("--calls", type=int, default=250, help="calls per client")
     ap.add_argument("--quiet-calls", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=1, help="repeat the load with new sessions; latencies pooled")
     ap.add_argument("--kill-daemon-after", type=int, default=0, help="SIGKILL the daemon after N acknowledged writes")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -325,7 +348,8 @@ def main() -> int:
             print(f"  {transport:5} {tool:12} n={f['n']:4}  p50 {f['p50']:7.1f}  p95 {f['p95']:7.1f} ms")
     hr, sr = ld["http"]["tools"].get("recall"), ld["stdio"]["tools"].get("recall")
     if hr and sr:
-        print(f"recall p95 under load: HTTP {hr['p95']:.1f} ms, stdio {sr['p95']:.1f} ms, difference {hr['p95'] - sr['p95']:+.1f} ms")
+        print(f"recall p95 under load, {args.rounds} round(s) pooled: HTTP {hr['p95']:.1f} ms, stdio {sr['p95']:.1f} ms, "
+              f"difference {hr['p95'] - sr['p95']:+.1f} ms")
     for line in ld["error_lines"]:
         print(f"  error: {line}")
     w = report["writes"]
