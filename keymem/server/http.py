@@ -22,6 +22,7 @@ import json
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,7 +245,7 @@ def serve_http(settings: Settings, options: HttpOptions) -> int:
     """Run until SIGINT/SIGTERM. Returns the process exit status."""
     import uvicorn
 
-    from keymem.server.backends import DaemonBackend
+    from keymem.server.backends import Backend, DaemonBackend, LocalBackend
     from keymem.server.scope import ScopedBackend
 
     check_options(options)
@@ -253,10 +254,16 @@ def serve_http(settings: Settings, options: HttpOptions) -> int:
         known: list[Token] = tokens.tokens()
     except (KeymemError, OSError) as exc:
         raise ListenError(str(exc)) from None
-    inner = DaemonBackend(settings)
+    if settings.daemon == "off":  # as the stdio server: this process opens the store itself
+        local = LocalBackend(settings)
+        inner: Backend = local
+        warm: Callable[[], Any] = local.open
+    else:
+        bridge = DaemonBackend(settings)
+        inner, warm = bridge, bridge.warm
     backend = ScopedBackend(inner)
     backend.start()
-    threading.Thread(target=inner.warm, name="keymem-warm", daemon=True).start()  # models load before traffic
+    threading.Thread(target=warm, name="keymem-warm", daemon=True).start()  # models load before traffic
     app = build_app(settings, options, backend)
     config = uvicorn.Config(
         app, host=options.host, port=options.port, log_level="warning", access_log=False,

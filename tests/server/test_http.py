@@ -392,3 +392,14 @@ def test_a_write_repeated_with_its_request_id_is_applied_once(remote: dict[str, 
     assert not mine.is_error and mine.structured_content["memory_id"] != mid
     bad = run(t["root"], "remember", {"content": "z", "keys": ["z"]}, "short")[0]
     assert bad.is_error and bad.content[0].text.startswith("remember: request_id 'short' is invalid")
+
+
+def test_with_the_daemon_off_the_http_server_opens_the_store_itself(km: Keymem) -> None:
+    token = make_token(km, "solo")
+    env = {**km.env, "KEYMEM_DAEMON": "off"}
+    with http_server(km, env=env) as (url, _):
+        err, text, made = call(url, token, "remember", {"content": "Solo mode keeps the store in one process",
+                                                         "keys": ["solo mode"]})
+        assert not err, text
+        assert made["memory_id"] in call(url, token, "recall", {"query": "solo mode"})[1]
+        assert km.daemon_pid() is None and not (km.data_dir / "daemon.sock").exists()
