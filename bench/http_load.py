@@ -166,6 +166,31 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def stdio_servers() -> list[int]:
+    """The ``keymem`` stdio servers this process started (the SDK's stdio client spawns them)."""
+    me, found = str(os.getpid()), []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                cmd = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if ppid == me and b"keymem.cli.main" in cmd and b"serve" not in cmd:
+                found.append(int(entry.name))
+    return found
+
+
+def rss_mb(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (peak) of a process in MiB (Linux /proc)."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = round(int(rest.split()[0]) / 1024, 1)
+    return out
+
+
 def daemon_call(env: dict[str, str], method: str, params: dict[str, Any] | None = None) -> Any:
     from keymem.server.client import DaemonClient
     from keymem.settings import load_settings
@@ -219,10 +244,11 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
                        "errors": h.errors + s.errors}
 
     # 2. load: HTTP and stdio clients at once, ``--rounds`` times (new sessions each round)
+    rss_before = rss_mb(front_pid)
     progress = {"acked": 0, "calls": 0, "done": 0}
     clients: list[Client] = []
     rounds: list[dict[str, float]] = []
-    wall, cpu = 0.0, [0.0, 0.0]
+    wall, cpu = 0.0, [0.0, 0.0, 0.0]
     for r in range(args.rounds):
         this: list[Client] = []
         async with contextlib.AsyncExitStack() as stack:
@@ -232,7 +258,8 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
             for i in range(args.stdio_clients):
                 this.append(Client(f"stdio-{i}-r{r}", "stdio", await stack.enter_async_context(stdio_session(env))))
             daemon_pid = int((data_dir / "daemon.pid").read_text().split()[0])
-            cpu0 = (cpu_s(front_pid), cpu_s(daemon_pid))
+            stdio_pids = stdio_servers()
+            cpu0 = (cpu_s(front_pid), cpu_s(daemon_pid), sum(cpu_s(p) for p in stdio_pids))
             t0 = time.perf_counter()
 
             # every client makes the same calls (one seeded sequence, its own content, a rotated start),
@@ -253,6 +280,7 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
             wall += time.perf_counter() - t0
             cpu[0] += cpu_s(front_pid) - cpu0[0]
             cpu[1] += cpu_s(daemon_pid) - cpu0[1] if "killed" not in report else float("nan")
+            cpu[2] += sum(cpu_s(p) for p in stdio_pids) - cpu0[2]
         clients += this
         p95 = {t: summary_ms([x for c in this if c.transport == t for x in c.latency.get("recall", [])], 0.95)["p95"]
                for t in ("http", "stdio")}
@@ -260,9 +288,10 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
                        "difference_ms": round(p95["http"] - p95["stdio"], 1)})
         print(f"round {r + 1}: recall p95 HTTP {p95['http']:.1f} ms, stdio {p95['stdio']:.1f} ms, "
               f"difference {p95['http'] - p95['stdio']:+.1f} ms", flush=True)
-    load: dict[str, Any] = {"rounds": rounds, "wall_s": round(wall, 1), "calls": progress["calls"],
+    load: dict[str, Any] = {"http_server_rss_mb": {"before": rss_before, "after": rss_mb(front_pid)}, "rounds": rounds, "wall_s": round(wall, 1), "calls": progress["calls"],
                             "calls_per_s": round(progress["calls"] / wall, 1),
-                            "cpu_s": {"http_server": round(cpu[0], 1), "daemon": round(cpu[1], 1)}}
+                            "cpu_s": {"http_server": round(cpu[0], 1), "daemon": round(cpu[1], 1),
+                                      "stdio_servers": round(cpu[2], 1)}}
     for transport in ("http", "stdio"):
         group = [c for c in clients if c.transport == transport]
         per_tool: dict[str, Any] = {}
@@ -342,7 +371,10 @@ def main() -> int:
           f"p95 difference {q['http_recall_ms']['p95'] - q['stdio_recall_ms']['p95']:+.1f} ms")
     ld = report["load"]
     print(f"load: {ld['calls']} calls in {ld['wall_s']} s ({ld['calls_per_s']}/s); errors: HTTP {ld['http']['errors']}, "
-          f"stdio {ld['stdio']['errors']}; CPU s: HTTP server {ld['cpu_s']['http_server']}, daemon {ld['cpu_s']['daemon']}")
+          f"stdio {ld['stdio']['errors']}; CPU s: HTTP server {ld['cpu_s']['http_server']}, "
+          f"stdio servers {ld['cpu_s']['stdio_servers']}, daemon {ld['cpu_s']['daemon']}")
+    r0, r1 = ld["http_server_rss_mb"]["before"], ld["http_server_rss_mb"]["after"]
+    print(f"HTTP server RSS: {r0['VmRSS']} MiB before the load, {r1['VmRSS']} MiB after (peak {r1['VmHWM']} MiB)")
     for transport in ("http", "stdio"):
         for tool, f in ld[transport]["tools"].items():
             print(f"  {transport:5} {tool:12} n={f['n']:4}  p50 {f['p50']:7.1f}  p95 {f['p95']:7.1f} ms")
