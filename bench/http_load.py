@@ -248,7 +248,7 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
     progress = {"acked": 0, "calls": 0, "done": 0}
     clients: list[Client] = []
     rounds: list[dict[str, float]] = []
-    wall, cpu = 0.0, [0.0, 0.0, 0.0]
+    wall, cpu = 0.0, [0.0, 0.0, 0.0, 0.0]
     for r in range(args.rounds):
         this: list[Client] = []
         async with contextlib.AsyncExitStack() as stack:
@@ -259,7 +259,7 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
                 this.append(Client(f"stdio-{i}-r{r}", "stdio", await stack.enter_async_context(stdio_session(env))))
             daemon_pid = int((data_dir / "daemon.pid").read_text().split()[0])
             stdio_pids = stdio_servers()
-            cpu0 = (cpu_s(front_pid), cpu_s(daemon_pid), sum(cpu_s(p) for p in stdio_pids))
+            cpu0 = (cpu_s(front_pid), cpu_s(daemon_pid), sum(cpu_s(p) for p in stdio_pids), cpu_s(os.getpid()))
             t0 = time.perf_counter()
 
             # every client makes the same calls (one seeded sequence, its own content, a rotated start),
@@ -281,6 +281,7 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
             cpu[0] += cpu_s(front_pid) - cpu0[0]
             cpu[1] += cpu_s(daemon_pid) - cpu0[1] if "killed" not in report else float("nan")
             cpu[2] += sum(cpu_s(p) for p in stdio_pids) - cpu0[2]
+            cpu[3] += cpu_s(os.getpid()) - cpu0[3]
         clients += this
         p95 = {t: summary_ms([x for c in this if c.transport == t for x in c.latency.get("recall", [])], 0.95)["p95"]
                for t in ("http", "stdio")}
@@ -291,7 +292,7 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
     load: dict[str, Any] = {"http_server_rss_mb": {"before": rss_before, "after": rss_mb(front_pid)}, "rounds": rounds, "wall_s": round(wall, 1), "calls": progress["calls"],
                             "calls_per_s": round(progress["calls"] / wall, 1),
                             "cpu_s": {"http_server": round(cpu[0], 1), "daemon": round(cpu[1], 1),
-                                      "stdio_servers": round(cpu[2], 1)}}
+                                      "stdio_servers": round(cpu[2], 1), "clients": round(cpu[3], 1)}}
     for transport in ("http", "stdio"):
         group = [c for c in clients if c.transport == transport]
         per_tool: dict[str, Any] = {}
@@ -372,7 +373,8 @@ def main() -> int:
     ld = report["load"]
     print(f"load: {ld['calls']} calls in {ld['wall_s']} s ({ld['calls_per_s']}/s); errors: HTTP {ld['http']['errors']}, "
           f"stdio {ld['stdio']['errors']}; CPU s: HTTP server {ld['cpu_s']['http_server']}, "
-          f"stdio servers {ld['cpu_s']['stdio_servers']}, daemon {ld['cpu_s']['daemon']}")
+          f"stdio servers {ld['cpu_s']['stdio_servers']}, daemon {ld['cpu_s']['daemon']}, "
+          f"clients (this process) {ld['cpu_s']['clients']}")
     r0, r1 = ld["http_server_rss_mb"]["before"], ld["http_server_rss_mb"]["after"]
     print(f"HTTP server RSS: {r0['VmRSS']} MiB before the load, {r1['VmRSS']} MiB after (peak {r1['VmHWM']} MiB)")
     for transport in ("http", "stdio"):
