@@ -210,7 +210,6 @@ def build_app(settings: Settings, options: HttpOptions, backend: Any) -> Any:
     from mcp.server.auth.settings import AuthSettings
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.responses import PlainTextResponse
-    from starlette.routing import Route
 
     from keymem.server.scope import bind_token
     from keymem.server.tools import build_server
@@ -221,10 +220,10 @@ def build_app(settings: Settings, options: HttpOptions, backend: Any) -> Any:
     server = build_server(settings, backend, auth=auth, token_verifier=verifier)
     server.middleware.insert(0, bind_token)  # every message knows its token (keymem/server/scope.py)
 
-    async def health(_request: Any) -> Any:  # for load balancers and container health checks; says nothing else
+    @server.custom_route("/health", methods=["GET"])  # no token: for load balancers and container health checks
+    async def health(_request: Any) -> Any:  # says nothing else
         return PlainTextResponse("ok\n")
 
-    server._custom_starlette_routes.append(Route("/health", health, methods=["GET"]))
     app = server.streamable_http_app(
         streamable_http_path=PATH,
         json_response=True,
@@ -280,6 +279,11 @@ def serve_http(settings: Settings, options: HttpOptions) -> int:
               file=sys.stderr, flush=True)
     try:
         server.run()
+    except SystemExit:  # uvicorn exits when it cannot start
+        pass
     finally:
         backend.close()
-    return 0 if server.started else 1
+    if not server.started:  # uvicorn said why (the port is taken, a TLS file does not load, ...)
+        print(f"keymem: could not serve on {options.host}:{options.port}", file=sys.stderr, flush=True)
+        return 1
+    return 0

@@ -403,3 +403,16 @@ def test_with_the_daemon_off_the_http_server_opens_the_store_itself(km: Keymem) 
         assert not err, text
         assert made["memory_id"] in call(url, token, "recall", {"query": "solo mode"})[1]
         assert km.daemon_pid() is None and not (km.data_dir / "daemon.sock").exists()
+
+
+def test_a_port_in_use_is_one_line_and_exit_1(km: Keymem) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        ran = subprocess.run([*SERVER_CMD, "serve", "--http", f"127.0.0.1:{port}"], env=km.env, capture_output=True,
+                             text=True, timeout=120)
+    assert ran.returncode == 1
+    assert ran.stderr.strip().splitlines()[-1] == f"keymem: could not serve on 127.0.0.1:{port}"
