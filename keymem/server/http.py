@@ -18,7 +18,6 @@ allows (:mod:`keymem.server.scope`), and two small ASGI guards: foreign ``Origin
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import sys
 import threading
@@ -132,12 +131,13 @@ class KeymemTokenVerifier:
 
 
 # -- guards --------------------------------------------------------------------------------
-async def _refuse(send: Any, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}).encode()
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
+async def _refuse(scope: dict[str, Any], receive: Any, send: Any, status: int, message: str,
+                  headers: dict[str, str] | None = None) -> None:
+    """A refusal as a JSON-RPC error (what MCP clients read), with the HTTP status that says why."""
+    from starlette.responses import JSONResponse
+
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
+    await JSONResponse(body, status_code=status, headers=headers)(scope, receive, send)
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -157,14 +157,14 @@ class OriginGuard:
             origin = _header(scope, b"origin")
             if origin is not None and origin not in self.origins:
                 log.warning("refused a request from origin %s", origin[:200])
-                await _refuse(send, 403, f"keymem: origin {origin[:200]} is not allowed (start the server with "
+                await _refuse(scope, receive, send, 403, f"keymem: origin {origin[:200]} is not allowed (start the server with "
                                          "--allow-origin to allow it)")
                 return
             host = (_header(scope, b"host") or "").lower()
             name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
             if self.hosts and name not in self.hosts:
                 log.warning("refused a request for host %s", host[:200])
-                await _refuse(send, 421, f"keymem: host {host[:200]} is not served here (--allow-host)")
+                await _refuse(scope, receive, send, 421, f"keymem: host {host[:200]} is not served here (--allow-host)")
                 return
         await self.app(scope, receive, send)
 
@@ -181,7 +181,7 @@ class Admission:
             await self.app(scope, receive, send)
             return
         if self.in_flight >= self.limit:
-            await _refuse(send, 503, f"keymem: {self.limit} requests are in flight; retry shortly",
+            await _refuse(scope, receive, send, 503, f"keymem: {self.limit} requests are in flight; retry shortly",
                           {"retry-after": "1"})
             return
         started = False
@@ -198,7 +198,7 @@ class Admission:
                 await self.app(scope, receive, tracked)
             if scope_.cancelled_caught and not started:
                 log.warning("a request took longer than %g s and was answered 504", self.timeout)
-                await _refuse(send, 504, f"keymem: the call took longer than {self.timeout:g} s; a write may "
+                await _refuse(scope, receive, send, 504, f"keymem: the call took longer than {self.timeout:g} s; a write may "
                                          "still complete (recall before repeating it)")
         finally:
             self.in_flight -= 1
