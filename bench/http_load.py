@@ -10,7 +10,8 @@ serve it (MiniLM int8, reranker off). Measured in one run:
 1. **Transport cost, quiet**: the same ``recall`` queries over one HTTP session and one stdio
    session, interleaved call by call (200 each): p50/p95 of each and the difference.
 2. **Load**: ``--http-clients`` MCP sessions over streamable HTTP (SDK client, one bearer token
-   each) and ``--stdio-clients`` real ``keymem`` stdio servers, all at once, ``--calls`` mixed calls
+   each) and ``--stdio-clients`` real ``keymem`` stdio servers, each client in a process of its own
+   (as each agent's MCP client is), started together, ``--calls`` mixed calls
    each (recall 45%, remember 20%, read_key 15%, read_memory 10%, browse_keys 5%, correct 5%): one
    seeded sequence that every client makes from its own starting point, so both transports make
    the same calls. Errors (tool errors and transport failures), per-transport
@@ -125,16 +126,35 @@ def plan(seed: int, n: int, words: list[str], key_ids: list[str], memory_ids: li
     return out
 
 
-async def run_client(c: Client, calls: list[Any], progress: dict[str, int]) -> None:
-    for tool, args in calls:
-        if tool == "correct":
-            if not c.acked:
-                continue
-            args = {**args, "memory_id": c.acked[-1]}
-        before = len(c.acked)
-        await c.call(tool, args)
-        progress["acked"] += len(c.acked) - before
-        progress["calls"] += 1
+def client_process(conn: Any, transport: str, name: str, url: str, token: str, env: dict[str, str],
+                   calls: list[Any], acked_total: Any) -> None:
+    """One client in a process of its own (an agent's MCP client is its own process): connects, says
+    "ready", waits for "go", makes its calls, sends back what it saw."""
+    async def main() -> None:
+        opener = http_session(url, token) if transport == "http" else stdio_session(env)
+        async with opener as session:
+            c = Client(name, transport, session)
+            conn.send("ready")
+            await asyncio.to_thread(conn.recv)
+            servers = stdio_servers([os.getpid()])  # its stdio server (none for HTTP)
+            cpu0 = (time.process_time(), sum(cpu_s(p) for p in servers))
+            progress = {"acked": 0, "calls": 0}
+            for tool, args in calls:
+                if tool == "correct":
+                    if not c.acked:
+                        continue
+                    args = {**args, "memory_id": c.acked[-1]}
+                before = len(c.acked)
+                await c.call(tool, args)
+                if len(c.acked) > before:
+                    with acked_total.get_lock():
+                        acked_total.value += 1
+                progress["calls"] += 1
+            conn.send({"latency": c.latency, "errors": c.errors, "acked": c.acked, "corrected": c.corrected,
+                       "calls": progress["calls"], "client_cpu_s": time.process_time() - cpu0[0],
+                       "stdio_server_cpu_s": sum(cpu_s(p) for p in servers) - cpu0[1]})
+
+    asyncio.run(main())
 
 
 @contextlib.asynccontextmanager
@@ -166,9 +186,9 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def stdio_servers() -> list[int]:
-    """The ``keymem`` stdio servers this process started (the SDK's stdio client spawns them)."""
-    me, found = str(os.getpid()), []
+def stdio_servers(parents: list[int]) -> list[int]:
+    """The ``keymem`` stdio servers these processes started (the SDK's stdio client spawns them)."""
+    mine, found = {str(p) for p in parents}, []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -176,7 +196,7 @@ def stdio_servers() -> list[int]:
                 cmd = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if ppid == me and b"keymem.cli.main" in cmd and b"serve" not in cmd:
+            if ppid in mine and b"keymem.cli.main" in cmd and b"serve" not in cmd:
                 found.append(int(entry.name))
     return found
 
@@ -202,14 +222,14 @@ def daemon_call(env: dict[str, str], method: str, params: dict[str, Any] | None 
         c.close()
 
 
-async def killer(data_dir: Path, after: int, progress: dict[str, int], report: dict[str, Any]) -> None:
-    while progress["acked"] < after:
+async def killer(data_dir: Path, after: int, acked: Any, progress: dict[str, int], report: dict[str, Any]) -> None:
+    while acked.value < after:
         if progress["done"]:
             return
         await asyncio.sleep(0.02)
     pid = int((data_dir / "daemon.pid").read_text().split()[0])
     os.kill(pid, signal.SIGKILL)
-    report["killed"] = {"pid": pid, "after_acked_writes": progress["acked"], "at_call": progress["calls"]}
+    report["killed"] = {"pid": pid, "after_acked_writes": acked.value}
 
 
 async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str, str], data_dir: Path,
@@ -249,39 +269,57 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
     clients: list[Client] = []
     rounds: list[dict[str, float]] = []
     wall, cpu = 0.0, [0.0, 0.0, 0.0, 0.0]
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    acked_total = ctx.Value("i", 0)
     for r in range(args.rounds):
+        names = [(f"http-{i}-r{r}", "http") for i in range(args.http_clients)]
+        names += [(f"stdio-{i}-r{r}", "stdio") for i in range(args.stdio_clients)]
+
+        # every client makes the same calls (one seeded sequence, its own content, a rotated start),
+        # so HTTP and stdio latencies are of the same queries, not of two draws of them
+        def rotated(i: int, who: str, r: int = r, n: int = len(names)) -> list[Any]:
+            calls = plan(1000 + r, args.calls, words, key_ids, memory_ids, who)
+            k = (i * args.calls) // n
+            return calls[k:] + calls[:k]
+
+        procs, conns = [], []
+        for i, (who, transport) in enumerate(names):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=client_process, args=(child, transport, who, url, token, env,
+                                                            rotated(i, who), acked_total))
+            proc.start()
+            procs.append(proc)
+            conns.append(parent)
+        for conn in conns:
+            assert await asyncio.to_thread(conn.recv) == "ready"
+        daemon_pid = int((data_dir / "daemon.pid").read_text().split()[0])
+        cpu0 = (cpu_s(front_pid), cpu_s(daemon_pid))
+        t0 = time.perf_counter()
+        for conn in conns:
+            conn.send("go")
+        progress["done"] = 0
+        kill = (killer(data_dir, args.kill_daemon_after, acked_total, progress, report)
+                if args.kill_daemon_after and r == 0 else None)
+        kill_task = asyncio.ensure_future(kill) if kill else None
+        results = [await asyncio.to_thread(conn.recv) for conn in conns]
+        progress["done"] = 1
+        wall += time.perf_counter() - t0
+        cpu[0] += cpu_s(front_pid) - cpu0[0]
+        cpu[1] += cpu_s(daemon_pid) - cpu0[1] if "killed" not in report else float("nan")
+        cpu[2] += sum(got["stdio_server_cpu_s"] for got in results)
+        cpu[3] += sum(got["client_cpu_s"] for got in results)
+        if kill_task:
+            await kill_task
+        for proc in procs:
+            proc.join(timeout=60)
         this: list[Client] = []
-        async with contextlib.AsyncExitStack() as stack:
-            for i in range(args.http_clients):
-                session = await stack.enter_async_context(http_session(url, token))
-                this.append(Client(f"http-{i}-r{r}", "http", session))
-            for i in range(args.stdio_clients):
-                this.append(Client(f"stdio-{i}-r{r}", "stdio", await stack.enter_async_context(stdio_session(env))))
-            daemon_pid = int((data_dir / "daemon.pid").read_text().split()[0])
-            stdio_pids = stdio_servers()
-            cpu0 = (cpu_s(front_pid), cpu_s(daemon_pid), sum(cpu_s(p) for p in stdio_pids), cpu_s(os.getpid()))
-            t0 = time.perf_counter()
-
-            # every client makes the same calls (one seeded sequence, its own content, a rotated start),
-            # so HTTP and stdio latencies are of the same queries, not of two draws of them
-            def rotated(i: int, c: Client, r: int = r, n: int = len(this)) -> list[Any]:
-                calls = plan(1000 + r, args.calls, words, key_ids, memory_ids, c.name)
-                k = (i * args.calls) // n
-                return calls[k:] + calls[:k]
-
-            tasks = [run_client(c, rotated(i, c), progress) for i, c in enumerate(this)]
-            progress["done"] = 0
-            kill = killer(data_dir, args.kill_daemon_after, progress, report) if args.kill_daemon_after and r == 0 else None
-            kill_task = asyncio.ensure_future(kill) if kill else None
-            await asyncio.gather(*tasks)
-            progress["done"] = 1
-            if kill_task:
-                await kill_task
-            wall += time.perf_counter() - t0
-            cpu[0] += cpu_s(front_pid) - cpu0[0]
-            cpu[1] += cpu_s(daemon_pid) - cpu0[1] if "killed" not in report else float("nan")
-            cpu[2] += sum(cpu_s(p) for p in stdio_pids) - cpu0[2]
-            cpu[3] += cpu_s(os.getpid()) - cpu0[3]
+        for (who, transport), got in zip(names, results, strict=True):
+            c = Client(who, transport, None)
+            c.latency, c.errors, c.acked, c.corrected = got["latency"], got["errors"], got["acked"], got["corrected"]
+            progress["calls"] += got["calls"]
+            this.append(c)
         clients += this
         p95 = {t: summary_ms([x for c in this if c.transport == t for x in c.latency.get("recall", [])], 0.95)["p95"]
                for t in ("http", "stdio")}
@@ -292,7 +330,7 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
     load: dict[str, Any] = {"http_server_rss_mb": {"before": rss_before, "after": rss_mb(front_pid)}, "rounds": rounds, "wall_s": round(wall, 1), "calls": progress["calls"],
                             "calls_per_s": round(progress["calls"] / wall, 1),
                             "cpu_s": {"http_server": round(cpu[0], 1), "daemon": round(cpu[1], 1),
-                                      "stdio_servers": round(cpu[2], 1), "clients": round(cpu[3], 1)}}
+                                      "stdio_servers": round(cpu[2], 1), "client_processes": round(cpu[3], 1)}}
     for transport in ("http", "stdio"):
         group = [c for c in clients if c.transport == transport]
         per_tool: dict[str, Any] = {}
@@ -374,7 +412,7 @@ def main() -> int:
     print(f"load: {ld['calls']} calls in {ld['wall_s']} s ({ld['calls_per_s']}/s); errors: HTTP {ld['http']['errors']}, "
           f"stdio {ld['stdio']['errors']}; CPU s: HTTP server {ld['cpu_s']['http_server']}, "
           f"stdio servers {ld['cpu_s']['stdio_servers']}, daemon {ld['cpu_s']['daemon']}, "
-          f"clients (this process) {ld['cpu_s']['clients']}")
+          f"clients {ld['cpu_s']['client_processes']}")
     r0, r1 = ld["http_server_rss_mb"]["before"], ld["http_server_rss_mb"]["after"]
     print(f"HTTP server RSS: {r0['VmRSS']} MiB before the load, {r1['VmRSS']} MiB after (peak {r1['VmHWM']} MiB)")
     for transport in ("http", "stdio"):
