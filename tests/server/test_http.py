@@ -416,3 +416,21 @@ def test_a_port_in_use_is_one_line_and_exit_1(km: Keymem) -> None:
                              text=True, timeout=120)
     assert ran.returncode == 1
     assert ran.stderr.strip().splitlines()[-1] == f"keymem: could not serve on 127.0.0.1:{port}"
+
+
+def test_the_load_benchmark_owes_heads_and_previous_versions_and_plans_alike() -> None:
+    from tests.bench_modules import load
+
+    bench = load("http_load")
+    c = bench.Client("http-0", "http", None)
+    c.acked = ["m_a", "m_b", "m_c", "m_x"]  # a, corrected to b, corrected to c; x untouched
+    c.corrected = {"m_a": "m_b", "m_b": "m_c"}
+    assert c.must_exist() == ["m_b", "m_c", "m_x"]  # a is two corrections old: deleted by design
+    words, keys, mems = [f"w{i}" for i in range(20)], ["k_1", "k_2"], ["m_1"]
+    one = bench.plan(7, 50, words, keys, mems, "http-0")
+    assert one == bench.plan(7, 50, words, keys, mems, "http-0")  # deterministic
+    other = bench.plan(7, 50, words, keys, mems, "stdio-0")
+    assert [t for t, _ in one] == [t for t, _ in other]  # the same calls for every client ...
+    assert [a.get("query") for _, a in one] == [a.get("query") for _, a in other]
+    writes = [a["content"] for t, a in other if t == "remember"]
+    assert writes and all(w.startswith("stdio-0 ") for w in writes)  # ... with its own content
