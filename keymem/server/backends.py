@@ -1,11 +1,12 @@
-"""Where the stdio server's tool calls go: the shared daemon (default) or an in-process graph.
+"""Where an MCP front's tool calls go: the shared daemon (default) or an in-process graph.
 
-Both run blocking work on their own pool of *daemon* threads: a call stuck waiting for the
+Blocking work runs on each backend's own pool of *daemon* threads: a call stuck waiting for the
 daemon must never keep the process alive after the MCP client has closed stdin.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import threading
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol
 
+from keymem.server.aclient import AsyncDaemonConnections, Fallback, write_request_id
 from keymem.server.client import START_TIMEOUT_S, DaemonClient, compatibility_warnings
 from keymem.server.host import GraphHost
 from keymem.settings import Settings
@@ -63,8 +65,9 @@ class Backend(Protocol):
     def kick(self) -> None:
         """``initialize`` has been answered."""
 
-    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
-               request_id: str | None = None) -> Future[Any]: ...
+    async def call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
+                   request_id: str | None = None) -> Any:
+        """The call's result, awaited on the caller's event loop."""
 
     def counts(self, timeout: float) -> dict[str, Any] | None: ...
 
@@ -86,6 +89,7 @@ class DaemonBackend:
         self.settings = settings
         self.client = DaemonClient(settings, start=True)
         self.pool = DaemonPool(16, "keymem-bridge")
+        self.fast = AsyncDaemonConnections(settings)
         self._connected = threading.Event()
         self._hello_lock = threading.Lock()
         self._warm: threading.Timer | None = None
@@ -137,11 +141,18 @@ class DaemonBackend:
             self._hello()
         return self.client.call(method, params, source=source, request_id=request_id)
 
-    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
-               request_id: str | None = None) -> Future[Any]:
-        """The call on a bridge thread; a mutating call runs at most once per ``request_id`` (the
-        client's own, else a new one per call that its retry after a daemon crash repeats)."""
-        return self.pool.submit(self._call, method, params, source, request_id)
+    async def call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
+                   request_id: str | None = None) -> Any:
+        """The call on the event loop's own connection to a daemon already greeted; else (the first
+        call, a daemon lost) on a bridge thread, which starts a daemon and retries once. A mutating
+        call runs at most once per ``request_id`` (the client's own, else one made here)."""
+        request_id = write_request_id(method, request_id)
+        if self.client.info is not None:
+            try:
+                return await self.fast.call(method, params, source, request_id)
+            except Fallback as exc:
+                log.warning("lost the keymem daemon during %s (%s); reconnecting", method, exc)
+        return await asyncio.wrap_future(self.pool.submit(self._call, method, params, source, request_id))
 
     def counts(self, timeout: float) -> dict[str, Any] | None:
         """The running daemon's counts, or None (never starts one)."""
@@ -159,6 +170,7 @@ class DaemonBackend:
         if self._warm is not None:
             self._warm.cancel()
         self.pool.close()
+        self.fast.close()
         self.client.close()
 
 
@@ -195,9 +207,9 @@ class LocalBackend:
               request_id: str | None) -> Any:
         return self.open().call(method, params, source, request_id)
 
-    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
-               request_id: str | None = None) -> Future[Any]:
-        return self.pool.submit(self._call, method, params, source, request_id)
+    async def call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
+                   request_id: str | None = None) -> Any:
+        return await asyncio.wrap_future(self.pool.submit(self._call, method, params, source, request_id))
 
     def counts(self, timeout: float) -> dict[str, Any] | None:
         if self.host.graph is not None:

@@ -21,7 +21,6 @@ import contextvars
 import hashlib
 import logging
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from keymem.errors import Forbidden, NotFound
@@ -68,7 +67,6 @@ class ScopedBackend:
     def __init__(self, inner: Backend, token: Callable[[], Token | None] = current_token) -> None:
         self.inner = inner
         self.token = token
-        self._lookups = ThreadPoolExecutor(max_workers=8, thread_name_prefix="keymem-scope")
 
     def start(self) -> None:
         self.inner.start()
@@ -80,37 +78,39 @@ class ScopedBackend:
         return self.inner.counts(timeout)
 
     def close(self) -> None:
-        self._lookups.shutdown(wait=False, cancel_futures=True)
         self.inner.close()
 
-    def submit(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
-               request_id: str | None = None) -> Future[Any]:
+    async def call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
+                   request_id: str | None = None) -> Any:
         token = self.token()
         if token is None:  # the auth middleware answers 401 first; this is a second lock on the door
             raise Forbidden("no valid token for this request")
         if request_id is not None:  # one id space per token: another token's id replays nothing
             request_id = "http-" + hashlib.sha256(f"{token.sha256}\0{request_id}".encode()).hexdigest()[:40]
+        if token.read_only and method in WRITES:
+            log.info("http %s by token %s refused: read-only", method, token.name)
+            raise Forbidden(f"token '{token.name}' is read-only; {method} changes the store")
+        params = dict(params)
         try:
-            return self._submit(token, method, params, request_id)
+            candidates = self._namespaces(token, method, params)
         except Forbidden as exc:
             log.info("http %s by token %s refused: %s", method, token.name, exc)
             raise
-
-    def _submit(self, token: Token, method: str, params: dict[str, Any], request_id: str | None) -> Future[Any]:
-        if token.read_only and method in WRITES:
-            raise Forbidden(f"token '{token.name}' is read-only; {method} changes the store")
-        params = dict(params)
-        source = {"host_agent": "http", "host_session": token.name, "host_turn": None}
-        candidates = self._namespaces(token, method, params)
-        if len(candidates) <= 1:
-            if candidates:
-                params["namespace"] = candidates[0]
-            fut = self.inner.submit(method, params, source if method in WRITES else None, request_id)
-        else:  # an id and several namespaces: the first that holds it
-            fut = self._lookups.submit(self._first_holding, method, params, source, candidates, request_id)
+        source = {"host_agent": "http", "host_session": token.name, "host_turn": None} if method in WRITES else None
+        try:
+            if len(candidates) <= 1:
+                if candidates:
+                    params["namespace"] = candidates[0]
+                result = await self.inner.call(method, params, source, request_id)
+            else:  # an id and several namespaces: the first that holds it
+                result = await self._first_holding(method, params, source, candidates, request_id)
+        except Exception as exc:
+            if method in WRITES:
+                _log_write(token, method, params, None, exc)
+            raise
         if method in WRITES:
-            fut.add_done_callback(lambda f: _log_write(token, method, params, f))
-        return fut
+            _log_write(token, method, params, result, None)
+        return result
 
     def _namespaces(self, token: Token, method: str, params: dict[str, Any]) -> list[str]:
         """Where the call may look: [] (unchanged), [ns] (set), or several (id lookups, in order)."""
@@ -141,12 +141,11 @@ class ScopedBackend:
                             f"(its namespaces: {', '.join(token.namespaces)})")
         return item
 
-    def _first_holding(self, method: str, params: dict[str, Any], source: dict[str, Any],
-                       namespaces: list[str], request_id: str | None) -> Any:
+    async def _first_holding(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
+                             namespaces: list[str], request_id: str | None) -> Any:
         for ns in namespaces:  # a NotFound records nothing, so the request id is free for the next
             try:
-                return self.inner.submit(method, {**params, "namespace": ns},
-                                         source if method in WRITES else None, request_id).result()
+                return await self.inner.call(method, {**params, "namespace": ns}, source, request_id)
             except NotFound:
                 continue
         what = "key" if method == "read_key" else "memory"
@@ -154,14 +153,12 @@ class ScopedBackend:
         raise NotFound(f"{what} {ident} does not exist in namespaces {', '.join(namespaces)}")
 
 
-def _log_write(token: Token, method: str, params: dict[str, Any], fut: Future[Any]) -> None:
+def _log_write(token: Token, method: str, params: dict[str, Any], result: Any, exc: BaseException | None) -> None:
     """One line per write over HTTP, naming the token (never its secret)."""
-    exc = fut.exception()
     target = params.get("memory_id") or f"namespace {params.get('namespace') or 'default'}"
     if exc is not None:
         log.info("http write %s by token %s (%s) refused: %s", method, token.name, target, exc)
         return
-    result = fut.result()
     made = result.get("memory_id") if isinstance(result, dict) and method != "forget" else None
     if method == "remember_batch" and isinstance(result, dict):
         made = f"{len(result.get('results') or [])} items"

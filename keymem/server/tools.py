@@ -256,7 +256,7 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
                 from keymem.memory.requests import check_request_id
 
                 check_request_id(request_id)
-            return await asyncio.wrap_future(backend.submit(method, params, source, request_id))
+            return await backend.call(method, params, source, request_id)
         except KeymemError as exc:
             raise ToolError(str(exc)) from None
         except DaemonUnavailable as exc:

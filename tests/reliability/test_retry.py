@@ -263,3 +263,38 @@ def test_an_agent_sees_the_original_result_through_the_stdio_bridge(km: Any) -> 
 
     asyncio.run(main())
     assert (km.data_dir / "fault-forget.fired").exists()
+
+
+def test_the_loop_connection_hands_a_lost_daemon_to_the_retrying_client(
+    km: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``DaemonBackend.call`` reads the answer on the event loop's own connection; a daemon killed
+    after the commit and before the reply goes to the blocking client, which starts a new daemon
+    and retries with the same request id: the original answer, the write applied once."""
+    from keymem.server.backends import DaemonBackend
+
+    for name, value in {**km.env, "KEYMEM_FAULT_KILL_BEFORE_REPLY": "forget"}.items():
+        monkeypatch.setenv(name, value)  # the daemon the backend starts reads this environment
+    backend = DaemonBackend(km.settings())
+
+    async def main() -> None:
+        a = await backend.call("remember", {"content": "The printer is on floor two", "keys": ["printer"]}, None)
+        assert backend.client.info is not None  # the first call started and greeted the daemon
+        await backend.call("read_memory", {"memory_id": a["memory_id"]}, None)
+        assert len(backend.fast._idle) == 1  # answered on the loop's connection, kept for the next call
+        pid = km.wait_daemon_ready()["pid"]
+        with caplog.at_level("WARNING", logger="keymem.server"):
+            assert await backend.call("forget", {"memory_id": a["memory_id"]}, None) == {
+                "memory_id": a["memory_id"], "deleted": True}
+        assert "lost the keymem daemon during forget" in caplog.text
+        _restarted(km, pid)
+        with pytest.raises(NotFound):
+            await backend.call("read_memory", {"memory_id": a["memory_id"]}, None)
+        assert len(backend.fast._idle) == 1  # the new daemon is reached the fast way again
+
+    try:
+        asyncio.run(main())
+    finally:
+        backend.close()
+        km.stop_all()
+    assert (km.data_dir / "fault-forget.fired").exists()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import Future
 from typing import Any
 
 import pytest
@@ -32,14 +31,11 @@ class FakeBackend:
     def kick(self) -> None:
         self.kicked = True
 
-    def submit(self, method: str, params: dict[str, Any], source: Any, request_id: str | None = None) -> Future[Any]:
+    async def call(self, method: str, params: dict[str, Any], source: Any, request_id: str | None = None) -> Any:
         self.calls.append((method, params, source))
-        fut: Future[Any] = Future()
         if self.error:
-            fut.set_exception(self.error)
-        else:
-            fut.set_result(self.result)
-        return fut
+            raise self.error
+        return self.result
 
     def counts(self, timeout: float) -> dict[str, Any] | None:
         return {"keys": 12, "memories": 5, "links": 20, "loading": False}
