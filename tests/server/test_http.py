@@ -434,3 +434,7 @@ def test_the_load_benchmark_owes_heads_and_previous_versions_and_plans_alike() -
     assert [a.get("query") for _, a in one] == [a.get("query") for _, a in other]
     writes = [a["content"] for t, a in other if t == "remember"]
     assert writes and all(w.startswith("stdio-0 ") for w in writes)  # ... with its own content
+    base = [0.1 + 0.001 * (i % 97) for i in range(600)]  # seconds
+    low, high = bench.p95_difference_interval([x + 0.010 for x in base], base, draws=300)
+    assert low < 10.0 < high and high - low < 10.0  # a 10 ms shift is found, within a bounded interval
+    assert bench.p95_difference_interval(base, base, draws=300) == bench.p95_difference_interval(base, base, draws=300)
