@@ -23,10 +23,11 @@ from keymem.server.protocol import (
     MAX_MESSAGE_BYTES,
     WRITES,
     ProtocolError,
+    Unauthorized,
     encode,
     parse_line,
-    raise_error,
     read_token,
+    settle,
     socket_address,
 )
 from keymem.settings import Settings
@@ -81,15 +82,10 @@ class AsyncDaemonConnections:
         if not isinstance(resp, dict):
             conn.close()
             raise ProtocolError("the daemon answered with something that is not a JSON object")
-        if resp.get("ok"):
-            self._checkin(conn)
-            return resp.get("result")
-        err = resp.get("error") or {}
-        if err.get("type") == "Unauthorized":  # a daemon restarted between connect and token read
-            conn.close()
-            raise Fallback("the daemon did not know this connection's token")
-        self._checkin(conn)
-        raise_error(err)
+        try:
+            return settle(resp, lambda: self._checkin(conn), conn.close)
+        except Unauthorized:  # a daemon restarted between connect and token read
+            raise Fallback("the daemon did not know this connection's token") from None
 
     async def _checkout(self) -> _Conn:
         loop = asyncio.get_running_loop()

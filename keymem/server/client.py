@@ -15,6 +15,7 @@ Used by the MCP stdio bridge, the prompt hook and the CLI (``cypher``, ``snapsho
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -38,9 +39,9 @@ from keymem.server.protocol import (
     ensure_private_dir,
     out_path,
     pid_alive,
-    raise_error,
     read_pid,
     read_token,
+    settle,
     socket_address,
 )
 from keymem.settings import CONFIG_VAR, Settings
@@ -160,18 +161,13 @@ class DaemonClient:
             except BaseException:  # a malformed answer, Ctrl-C: this connection's state is unknown
                 conn.close()
                 raise
-            if resp.get("ok"):
-                self._checkin(conn)
-                return resp.get("result")
-            err = resp.get("error") or {}
-            if err.get("type") == "Unauthorized":  # a daemon restarted between connect and token read
-                conn.close()
+            try:
+                return settle(resp, functools.partial(self._checkin, conn), conn.close)
+            except Unauthorized:  # a daemon restarted between connect and token read
                 unauthorized += 1
                 if retry and unauthorized < 2:
                     continue
-            else:
-                self._checkin(conn)
-            raise_error(err)
+                raise
 
     def ping(self, timeout: float | None = 5.0) -> dict[str, Any]:
         info = self.call("ping", timeout=timeout)

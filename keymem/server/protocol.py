@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,17 @@ def raise_error(err: Any) -> None:
         raise ProtocolError(f"malformed error from the daemon: {err!r}")
     cls = ERROR_TYPES.get(str(err.get("type")), InternalError)
     raise cls(str(err.get("message", "unknown error")))
+
+
+def settle(resp: dict[str, Any], keep: Callable[[], None], drop: Callable[[], None]) -> Any:
+    """A daemon reply's result, or its error raised. The connection is kept (``keep``) after any
+    answer but ``Unauthorized`` (a daemon restarted between connect and token read), which drops it."""
+    if resp.get("ok"):
+        keep()
+        return resp.get("result")
+    err = resp.get("error") or {}
+    (drop if isinstance(err, dict) and err.get("type") == "Unauthorized" else keep)()
+    raise_error(err)
 
 
 def encode(message: dict[str, Any]) -> bytes:
