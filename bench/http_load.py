@@ -343,6 +343,7 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
                             "calls_per_s": round(progress["calls"] / wall, 1),
                             "cpu_s": {"http_server": round(cpu[0], 1), "daemon": round(cpu[1], 1),
                                       "stdio_servers": round(cpu[2], 1), "client_processes": round(cpu[3], 1)}}
+    pooled: dict[str, list[float]] = {}  # every recall latency of each transport
     for transport in ("http", "stdio"):
         group = [c for c in clients if c.transport == transport]
         per_tool: dict[str, Any] = {}
@@ -350,8 +351,9 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
             xs = [x for c in group for x in c.latency.get(tool, [])]
             if xs:
                 per_tool[tool] = {"n": len(xs), **summary_ms(xs, 0.5, 0.95)}
+            if tool == "recall":
+                pooled[transport] = xs
         load[transport] = {"clients": len(group), "errors": sum(len(c.errors) for c in group), "tools": per_tool}
-    pooled = {t: [x for c in clients if c.transport == t for x in c.latency.get("recall", [])] for t in ("http", "stdio")}
     if pooled["http"] and pooled["stdio"]:
         load["recall_p95_difference_interval_ms"] = p95_difference_interval(pooled["http"], pooled["stdio"])
     load["error_lines"] = [e for c in clients for e in c.errors][:20]

@@ -16,17 +16,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import os
 from typing import Any
 
 from keymem.server.protocol import (
     MAX_MESSAGE_BYTES,
-    WRITES,
     ProtocolError,
     Unauthorized,
-    encode,
     parse_line,
     read_token,
+    request_line,
     settle,
     socket_address,
 )
@@ -62,13 +60,8 @@ class AsyncDaemonConnections:
         """The daemon's result, or its error raised as keymem's exception; :class:`Fallback` when the
         daemon could not be reached or was lost (``request_id`` then says whether a write ran)."""
         conn = await self._checkout()
-        msg: dict[str, Any] = {"id": next(self._ids), "token": conn.token, "method": method, "params": params}
-        if source is not None:
-            msg["source"] = source
-        if request_id is not None:
-            msg["request_id"] = request_id
         try:
-            conn.writer.write(encode(msg))
+            conn.writer.write(request_line(next(self._ids), conn.token, method, params, source, request_id))
             await conn.writer.drain()
             line = await conn.reader.readuntil(b"\n")
             resp = parse_line(line[:-1])
@@ -117,9 +110,3 @@ class AsyncDaemonConnections:
         for conn in idle:
             conn.close()
 
-
-def write_request_id(method: str, request_id: str | None) -> str | None:
-    """A mutating call's id, made here when the client gave none: the fallback's retry must send the same."""
-    if request_id is None and method in WRITES:
-        return os.urandom(16).hex()
-    return request_id

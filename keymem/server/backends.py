@@ -15,9 +15,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-from keymem.server.aclient import AsyncDaemonConnections, Fallback, write_request_id
+from keymem.server.aclient import AsyncDaemonConnections, Fallback
 from keymem.server.client import START_TIMEOUT_S, DaemonClient, compatibility_warnings
 from keymem.server.host import GraphHost
+from keymem.server.protocol import write_request_id
 from keymem.settings import Settings
 
 log = logging.getLogger("keymem.server")

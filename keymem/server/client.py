@@ -31,18 +31,18 @@ from typing import Any
 import keymem
 from keymem.server.protocol import (
     PROTOCOL_VERSION,
-    WRITES,
     DaemonUnavailable,
     LineReader,
     Unauthorized,
-    encode,
     ensure_private_dir,
     out_path,
     pid_alive,
     read_pid,
     read_token,
+    request_line,
     settle,
     socket_address,
+    write_request_id,
 )
 from keymem.settings import CONFIG_VAR, Settings
 
@@ -78,12 +78,7 @@ class Connection:
     def request(self, rid: int, method: str, params: Any, source: Any, timeout: float | None,
                 request_id: str | None = None) -> dict[str, Any]:
         self.sock.settimeout(timeout)
-        msg: dict[str, Any] = {"id": rid, "token": self.token, "method": method, "params": params or {}}
-        if source is not None:
-            msg["source"] = source
-        if request_id is not None:
-            msg["request_id"] = request_id
-        self.sock.sendall(encode(msg))
+        self.sock.sendall(request_line(rid, self.token, method, params, source, request_id))
         resp = self.reader.read()
         if resp is None:
             raise ConnectionResetError("the daemon closed the connection")
@@ -133,8 +128,7 @@ class DaemonClient:
         once when ``retry``. A mutating tool call is sent with ``request_id`` (a new random one
         by default), the same on every attempt: the daemon runs it at most once.
         """
-        if request_id is None and method in WRITES:
-            request_id = os.urandom(16).hex()  # os, not secrets: the hook imports this module
+        request_id = write_request_id(method, request_id)
         may_start = self.start if start is None else start
         reconnect_until: float | None = None
         unauthorized = 0

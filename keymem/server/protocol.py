@@ -109,6 +109,24 @@ def settle(resp: dict[str, Any], keep: Callable[[], None], drop: Callable[[], No
     raise_error(err)
 
 
+def request_line(rid: int, token: str, method: str, params: Any, source: Any, request_id: str | None) -> bytes:
+    """One request as its wire line (what every client of the daemon sends)."""
+    msg: dict[str, Any] = {"id": rid, "token": token, "method": method, "params": params or {}}
+    if source is not None:
+        msg["source"] = source
+    if request_id is not None:
+        msg["request_id"] = request_id
+    return encode(msg)
+
+
+def write_request_id(method: str, request_id: str | None) -> str | None:
+    """A mutating call's request id: the caller's, else a new one that every retry of the call must
+    send again (the daemon runs the write at most once per id). None for a read."""
+    if request_id is None and method in WRITES:
+        return os.urandom(16).hex()  # os, not secrets: the hook imports this module
+    return request_id
+
+
 def encode(message: dict[str, Any]) -> bytes:
     text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
     try:
