@@ -274,10 +274,8 @@ def browse_keys(graph: Parts, request: BrowseKeysRequest) -> BrowseResult:
     ns, hubs_only, limit, offset = request.namespace, request.hubs_only, request.limit, request.offset
     now = graph.now()
     min_count = graph.settings.key_hub_min_links if hubs_only else 1
-    rows = graph.store.query("key/browse", namespace=ns, now=now, min_count=min_count, offset=offset, limit=limit)
-    total = graph.store.query("key/browse_total", namespace=ns, now=now, min_count=min_count)[0]["total"]
-    counts = {r["k"]["id"]: r["n"] for r in rows}
-    views = key_views(graph, [r["k"] for r in rows], ns, now, counts=counts)
+    page, total = graph.mirror.hubs_first(ns, now, min_count, offset, limit)
+    views = key_views(graph, [k for k, _ in page], ns, now, counts={k["id"]: n for k, n in page})
     for v in views:
         v.score, v.score_kind = float(v.memory_count), "memory_count"
     return BrowseResult(keys=views, total=int(total), offset=offset, limit=limit)

@@ -1,5 +1,0 @@
-MATCH (k:Key)-[:LINKS]->(m:Memory)
-WHERE k.namespace = $namespace AND m.active AND (m.expires_at IS NULL OR m.expires_at > $now)
-WITH k, count(m) AS n
-WHERE n >= $min_count
-RETURN count(k) AS total
