@@ -100,7 +100,7 @@ def _param_rows(cmd: Any) -> list[str]:
         kind = "flag" if getattr(p, "is_flag", False) else _kind(p)
         default = p.default
         shown = "" if argument or callable(default) or default in (None, False) else f"`{default}`"
-        if getattr(p, "is_flag", False) and p.secondary_opts:
+        if getattr(p, "is_flag", False) and p.secondary_opts and default is not None:  # None: decided at run time
             shown = f"`{p.opts[0] if default else p.secondary_opts[0]}`"
         helptext = (getattr(p, "help", None) or "").replace("|", "\\|")
         rows.append(f"| {name} | {kind} | {shown} | {helptext} |")

@@ -36,6 +36,21 @@ def _local(model: str | None, model_path: Path | None) -> dict[str, Any]:
     return values
 
 
+def _rerank_choice(asked: bool | None, model: str | None, backend: str) -> tuple[bool, str]:
+    """KEYMEM_RERANK for the file, and why: ``--rerank``/``--no-rerank``, else what the model's profile says."""
+    from keymem.models.profiles import RERANKER, find_model
+
+    size = f"{RERANKER.name}, {RERANKER.size_hint}"
+    if asked is not None:
+        return asked, f"{'--rerank' if asked else '--no-rerank'}" + (f": {size}" if asked else "")
+    profile = find_model(model) if backend == "local" and model else None
+    if profile is not None and profile.rerank:
+        return True, f"the {profile.name} profile turns it on: {size}; --no-rerank turns it off"
+    what = (f"the {profile.name} profile" if profile else
+            "OpenAI embeddings" if backend == "openai" else "a model of your own")
+    return False, f"{what} leaves it off; --rerank turns it on ({size})"
+
+
 def _assignments(items: list[str]) -> dict[str, Any]:
     """``--set KEY=VALUE`` options, each parsed as the environment variable KEY would be."""
     from keymem.settings import CONFIG_VAR, VARS, SettingsError, parse_value
@@ -80,8 +95,9 @@ def init(
         "known model are downloaded into it)", file_okay=False)] = None,
     backend: Annotated[str, typer.Option(
         "--backend", help="local (an ONNX model on this machine) or openai (needs OPENAI_API_KEY)")] = "local",
-    rerank: Annotated[bool, typer.Option(
-        "--rerank/--no-rerank", help="Cross-encoder reranking (~570 MB model; off: faster, smaller)")] = True,
+    rerank: Annotated[bool | None, typer.Option(
+        "--rerank/--no-rerank", help="Cross-encoder reranking (~570 MB model; off: faster, smaller). Default: on "
+        "for bge-m3 and multilingual-e5-large, off for the small models and OpenAI", show_default=False)] = None,
     data_dir: Annotated[Path | None, typer.Option(
         "--data-dir", help="Where the store, logs and models live (written as KEYMEM_DATA_DIR; the config "
         "file stays where keymem looks for it)", file_okay=False)] = None,
@@ -113,12 +129,16 @@ def init(
     elif model is not None or model_path is not None:
         raise fail("--model and --model-path choose a local model",
                    fix="for OpenAI: --set OPENAI_EMBEDDING_MODEL=text-embedding-3-large", code=2)
-    values["KEYMEM_RERANK"] = rerank
-    values.update(_assignments(assign or []))
+    assigned = _assignments(assign or [])
+    values["KEYMEM_RERANK"], rerank_reason = _rerank_choice(rerank, values.get("LOCAL_EMBEDDING_MODEL"), backend)
+    if "KEYMEM_RERANK" in assigned:
+        rerank_reason = "--set KEYMEM_RERANK"
+    values.update(assigned)
     text = format_config(values, header=HEADER)
     _write(path, text)
     typer.echo(f"wrote {path}:")
     typer.echo("".join(f"  {line}\n" for line in text.splitlines() if not line.startswith("#")), nl=False)
+    typer.echo(f"reranker: {'on' if values['KEYMEM_RERANK'] else 'off'} ({rerank_reason})")
 
     try:
         settings = load_settings()

@@ -90,6 +90,9 @@ class ModelProfile:
     size_hint: str = ""
     display: str = ""  # the model's own name, for messages ("all-MiniLM-L6-v2")
     shape: ModelShape | None = None  # None: the directory's files are checked for the dimension only
+    # `keymem init` turns the ~570 MB cross-encoder on for this model unless told otherwise: for the large
+    # multilingual models, whose own size it matches; a small setup stays small.
+    rerank: bool = False
 
     def files(self) -> tuple[RemoteFile, ...]:
         """Everything a complete model directory holds (required first)."""
@@ -135,6 +138,7 @@ MODELS: tuple[ModelProfile, ...] = (
         size_hint="~570 MB",
         display="bge-m3",
         shape=_xlm_roberta_large(8194),
+        rerank=True,
     ),
     ModelProfile(
         name="fast-multilingual-e5-large",
@@ -150,6 +154,7 @@ MODELS: tuple[ModelProfile, ...] = (
         size_hint="~560 MB",
         display="multilingual-e5-large",
         shape=_xlm_roberta_large(514),
+        rerank=True,
     ),
     ModelProfile(
         name="fast-bge-small-en-v1.5",

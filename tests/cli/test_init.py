@@ -35,10 +35,11 @@ def test_init_writes_the_file_and_downloads_what_is_missing(fake_hub: Any) -> No
     home = Path.home()  # a temporary home (tests/conftest.py)
     path = home / ".keymem" / "config.toml"
 
-    result = invoke("init", "--model", "minilm", "--endpoint", fake_hub.url)
+    result = invoke("init", "--model", "minilm", "--rerank", "--endpoint", fake_hub.url)
     assert result.exit_code == 0, result.output
     written = tomllib.loads(path.read_text())
     assert written == {"EMBEDDING_BACKEND": "local", "LOCAL_EMBEDDING_MODEL": "minilm-l6-v2", "KEYMEM_RERANK": True}
+    assert "reranker: on (--rerank: bge-reranker-v2-m3, ~570 MB)" in result.output
     assert mode(path) == 0o600 and mode(path.parent) == 0o700
     models = home / ".keymem" / "models"
     assert (models / "minilm-l6-v2" / "model.onnx").is_file() and (models / "reranker" / "model.onnx").is_file()
@@ -148,3 +149,52 @@ def test_a_bare_health_check_creates_the_data_dir_owner_only(tmp_path: Path, min
     assert mode(data) == 0o700 and mode(data / "logs") == 0o700 and mode(tmp_path / "fresh") == 0o700
     assert mode(data / "logs" / "keymem.log") == 0o600
     assert not (data / "keymem.lbug").exists()  # a health check opens nothing
+
+
+def new_user_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """A user's shell: a private HOME and data dir, no model setting, the Hugging Face Hub out of reach."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KEYMEM_", "OPENAI_"))
+           and k not in ("EMBEDDING_BACKEND", "LOCAL_EMBEDDING_MODEL", "LOCAL_EMBEDDING_MODEL_PATH")}
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env.update(HOME=str(home), KEYMEM_DATA_DIR=str(tmp_path / "data"), HF_HUB_OFFLINE="1", COLUMNS="200", **extra)
+    return env
+
+
+def place_minilm(models: Path, minilm_dir: Path) -> Path:
+    """The MiniLM files placed by hand where keymem looks for them (the offline route)."""
+    dest = models / "minilm-l6-v2"
+    dest.mkdir(parents=True)
+    for name in ("model.onnx", "tokenizer.json"):
+        (dest / name).symlink_to((minilm_dir / name).resolve())
+    return dest
+
+
+def test_init_minilm_leaves_the_reranker_off_and_needs_no_network(tmp_path: Path, minilm_dir: Path) -> None:
+    """A small setup stays small: the profile decides the reranker, init says so, and offline nothing fails."""
+    env = new_user_env(tmp_path)
+    path = tmp_path / "data" / "config.toml"
+    place_minilm(tmp_path / "data" / "models", minilm_dir)
+    path.write_text('EMBEDDING_BACKEND = "local"\nLOCAL_EMBEDDING_MODEL = "bge-m3"\nKEYMEM_RERANK = true\n')
+
+    out = run_cli(["init", "--force", "--model", "minilm"], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert tomllib.loads(path.read_text()) == {"EMBEDDING_BACKEND": "local", "LOCAL_EMBEDDING_MODEL": "minilm-l6-v2",
+                                               "KEYMEM_RERANK": False}
+    assert ("reranker: off (the minilm-l6-v2 profile leaves it off; --rerank turns it on (bge-reranker-v2-m3, "
+            "~570 MB))") in out.stdout.splitlines()
+    assert "reranker: skipped (KEYMEM_RERANK=false)" in out.stdout
+    assert not (tmp_path / "data" / "models" / "reranker").exists()
+
+    # bge-m3's profile turns it on; --no-rerank and --set win over the profile
+    out = run_cli(["init", "--force", "--no-download"], env)
+    assert out.returncode == 0 and tomllib.loads(path.read_text())["KEYMEM_RERANK"] is True, out.stderr
+    assert "reranker: on (the bge-m3 profile turns it on: bge-reranker-v2-m3, ~570 MB; --no-rerank turns it off)" \
+        in out.stdout
+    out = run_cli(["init", "--force", "--no-download", "--no-rerank"], env)
+    assert out.returncode == 0 and tomllib.loads(path.read_text())["KEYMEM_RERANK"] is False, out.stderr
+    out = run_cli(["init", "--force", "--no-download", "-m", "minilm", "--set", "KEYMEM_RERANK=true"], env)
+    assert out.returncode == 0 and tomllib.loads(path.read_text())["KEYMEM_RERANK"] is True, out.stderr
+    assert "reranker: on (--set KEYMEM_RERANK)" in out.stdout
