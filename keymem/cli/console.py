@@ -1,10 +1,14 @@
 """``keymem cypher``: a Cypher console on the store (interactive, ``-c`` one shot, ``-f`` script).
 
-Read-only by default: each statement runs inside a Kuzu read-only transaction (Kuzu refuses
-CREATE/SET/DELETE/MERGE/DROP/ALTER/COPY FROM there), and statements that write files or
+Read-only by default: each statement runs inside a LadybugDB read-only transaction (the engine
+refuses CREATE/SET/DELETE/MERGE/DROP/ALTER/COPY FROM there), and statements that write files or
 change the session (COPY ... TO, EXPORT, ATTACH, INSTALL, ...) are refused before they run.
 ``--write`` / ``:write on`` runs statements as they are, holding keymem's writer; such edits
 bypass keymem's invariants (key vectors, the BM25 index, version chains).
+
+A script (``-c``, ``-f`` or piped stdin) is read line by line as the interactive console reads
+it (:class:`ScriptReader`): a ``:`` command is one line, a statement ends with ``;``. It stops
+at the first error (exit 1) unless ``--continue``.
 
 Uses GNU readline (stdlib) for editing, persistent history and completion.
 """
@@ -19,7 +23,7 @@ import shutil
 import sys
 import unicodedata
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -45,7 +49,7 @@ META_HELP = """\
 Statements end with ';' and may span several lines. Commands:
   :tables            node and rel tables
   :schema [TABLE]    tables with their properties (and a rel's endpoints)
-  :explain QUERY     Kuzu's plan for QUERY
+  :explain QUERY     LadybugDB's plan for QUERY
   :expand ID [HOPS]  the neighbourhood the association walk reads from a memory or key id
                      (default 2 hops): hop, from, via key, to (memories by their first
                      words), the id reached, link weights, association mass
@@ -96,6 +100,90 @@ def split_statements(text: str) -> tuple[list[tuple[str, int]], str]:
             line += 1
         i += 1
     return out, text[start:]
+
+
+class Step(NamedTuple):
+    """One thing a console does: a ``:`` command or a Cypher statement, with its 1-based line."""
+
+    kind: str  # "command" or "statement"
+    text: str
+    line: int
+
+
+class ScriptReader:
+    """Turns lines into steps exactly as the interactive console reads them.
+
+    A line starting with ``:`` is a command when no statement is under way (only blanks or
+    comments so far); every other line adds to the statement, which ends at ``;`` outside
+    strings, backquoted names and comments.
+    """
+
+    def __init__(self) -> None:
+        self.buffer: list[str] = []
+        self.first_line = 1  # the line of buffer[0]
+
+    @property
+    def pending(self) -> bool:
+        """A statement has started and not ended (the console shows its continuation prompt)."""
+        return bool(self.buffer)
+
+    def reset(self) -> None:
+        self.buffer = []
+
+    def feed(self, line: str, number: int) -> list[Step]:
+        """The steps ``line`` (line ``number``) completes."""
+        if not self._under_way():
+            if line.strip().startswith(":"):
+                self.buffer = []
+                return [Step("command", line.strip(), number)]
+            if not self.buffer and not line.strip():
+                return []
+        if not self.buffer:
+            self.first_line = number
+        self.buffer.append(line)
+        stmts, rest = split_statements("\n".join(self.buffer))
+        if not stmts:
+            return []
+        steps = [Step("statement", text, self.first_line + at - 1) for text, at in stmts]
+        self.buffer, self.first_line = ([rest] if rest.strip() else []), number
+        return steps
+
+    def finish(self) -> list[Step]:
+        """At the end of the input: the last statement, which may lack its ``;``."""
+        text, self.buffer = "\n".join(self.buffer), []
+        if not _has_code(text):
+            return []
+        return [Step("statement", text.strip(), self.first_line + _leading_lines(text))]
+
+    def _under_way(self) -> bool:
+        text = "\n".join(self.buffer)
+        return _has_code(text) or _open_block_comment(text)
+
+
+def read_script(text: str) -> list[Step]:
+    """Every step of a script, in order."""
+    reader = ScriptReader()
+    steps: list[Step] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        steps += reader.feed(line, number)
+    return steps + reader.finish()
+
+
+def _open_block_comment(text: str) -> bool:
+    """True when ``text`` (comments and blanks only) ends inside a ``/* ...`` comment."""
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            if j < 0:
+                return True
+            i = j + 2
+        else:
+            i += 1
+    return False
 
 
 def _leading_lines(chunk: str) -> int:
@@ -225,6 +313,13 @@ class Console:
         self.write = write
         self.timing = timing
         self.schema: dict[str, Any] | None = None
+        self.errors = 0  # statements and commands that failed
+        self.place = ""  # where the current command comes from, in a script ("q.cypher line 3")
+
+    def error(self, message: str) -> None:
+        """Print a failed command's one line on stderr, and count it."""
+        self.errors += 1
+        typer.echo(f"{self.place}: {message}" if self.place else message, err=True)
 
     def width(self) -> int:
         return max(20, shutil.get_terminal_size((100, 24)).columns)
@@ -236,9 +331,10 @@ class Console:
         try:
             result = self.target.request("cypher_run", {"query": query, "write": self.write})
         except KeymemError as exc:
+            self.errors += 1
             typer.echo(f"Error{where}: {exc}", err=True)
             return False
-        if result["columns"] == ["explain result"] and self.fmt == "table":  # Kuzu's plan is drawn already
+        if result["columns"] == ["explain result"] and self.fmt == "table":  # the engine's plan is drawn already
             typer.echo("\n".join(str(r[0]) for r in result["rows"]))
             return True
         self.show(result)
@@ -248,7 +344,7 @@ class Console:
         """``:expand ID [HOPS]``: the association walk's neighbourhood, read in Cypher (ops.cypher_expand)."""
         parts = arg.split()
         if not parts or len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()):
-            typer.echo("usage: :expand <memory id or key id> [hops]", err=True)
+            self.error("usage: :expand <memory id or key id> [hops]")
             return
         params: dict[str, Any] = {"id": parts[0]}
         if len(parts) == 2:
@@ -276,6 +372,13 @@ class Console:
             self.schema = self.target.request("cypher_schema", {})
         return self.schema
 
+    def step(self, step: Step) -> bool:
+        """Run one step of the interactive console; False means leave it."""
+        if step.kind == "command":
+            return self.meta(step.text)
+        self.run(step.text)
+        return True
+
     def meta(self, line: str) -> bool:
         """Handle a ``:command``; False means leave the console."""
         from keymem.errors import KeymemError
@@ -296,29 +399,32 @@ class Console:
                 typer.echo(self.schema_text(arg))
             elif cmd == "explain":
                 if not arg:
-                    typer.echo("usage: :explain QUERY", err=True)
+                    self.error("usage: :explain QUERY")
                 else:
-                    self.run("EXPLAIN " + arg.rstrip().rstrip(";"))
+                    self.run("EXPLAIN " + arg.rstrip().rstrip(";"), where=f" ({self.place})" if self.place else "")
             elif cmd == "expand":
                 self.expand(arg)
             elif cmd == "format":
                 if arg not in FORMATS:
-                    typer.echo(f"usage: :format {'|'.join(FORMATS)}", err=True)
+                    self.error(f"usage: :format {'|'.join(FORMATS)}")
                 else:
                     self.fmt = arg
             elif cmd == "write":
                 if arg not in ("on", "off"):
-                    typer.echo("usage: :write on|off", err=True)
+                    self.error("usage: :write on|off")
                 else:
                     self.write = arg == "on"
                     self.target.reopen(write=self.write)
                     typer.echo(WRITE_WARNING if self.write else "read-only mode", err=True)
             elif cmd == "timing":
-                self.timing = arg != "off"
+                if arg not in ("", "on", "off"):
+                    self.error("usage: :timing on|off")
+                else:
+                    self.timing = arg != "off"
             else:
-                typer.echo(f"unknown command :{cmd} (try :help)", err=True)
+                self.error(f"unknown command :{cmd} (try :help)")
         except KeymemError as exc:
-            typer.echo(f"Error: {exc}", err=True)
+            self.error(f"Error: {exc}")
         return True
 
     def schema_text(self, only: str = "") -> str:
@@ -402,11 +508,11 @@ def interactive(console: Console, settings: Settings) -> int:
     mode = "read-write" if console.write else "read-only"
     typer.echo(f"keymem cypher console on {console.target.where()} - {mode}.", err=True)
     typer.echo("End statements with ';'. :help for commands, :quit or Ctrl-D to leave.", err=True)
-    buffer: list[str] = []
-    failures = 0
+    reader = ScriptReader()
+    number = 0
     try:
         while True:
-            prompt = ("keymem[write]> " if console.write else "keymem> ") if not buffer else "     ...> "
+            prompt = ("keymem[write]> " if console.write else "keymem> ") if not reader.pending else "     ...> "
             try:
                 line = input(prompt)
             except EOFError:
@@ -414,27 +520,18 @@ def interactive(console: Console, settings: Settings) -> int:
                 break
             except KeyboardInterrupt:
                 typer.echo("^C", err=True)
-                buffer = []
+                reader.reset()
                 continue
-            if not buffer and line.strip().startswith(":"):
-                if not console.meta(line.strip()):
-                    break
-                continue
-            if not buffer and not line.strip():
-                continue
-            buffer.append(line)
-            stmts, rest = split_statements("\n".join(buffer))
-            if not stmts:
-                continue
-            if readline is not None and len(buffer) > 1:  # one history entry per statement
-                n = readline.get_current_history_length()
-                for _ in range(min(len(buffer), n)):
+            number += 1
+            lines = [*reader.buffer, line]
+            steps = reader.feed(line, number)
+            if readline is not None and len(lines) > 1 and any(s.kind == "statement" for s in steps):
+                n = readline.get_current_history_length()  # one history entry per statement
+                for _ in range(min(len(lines), n)):
                     readline.remove_history_item(readline.get_current_history_length() - 1)
-                readline.add_history(" ".join(x.strip() for x in buffer))
-            for stmt, _line in stmts:
-                if not console.run(stmt):
-                    failures += 1
-            buffer = [rest] if rest.strip() else []
+                readline.add_history(" ".join(x.strip() for x in lines))
+            if not all(console.step(s) for s in steps):
+                break
     finally:
         if readline is not None:
             try:
@@ -446,19 +543,26 @@ def interactive(console: Console, settings: Settings) -> int:
     return 0
 
 
-def run_script(console: Console, text: str, origin: str) -> int:
-    """Run every statement of a script; stop at the first error (exit 1) naming where it is."""
-    stmts, rest = split_statements(text)
-    if rest.strip() and _has_code(rest):
-        stmts.append((rest.strip(), text[: len(text) - len(rest)].count("\n") + 1 + _leading_lines(rest)))
-    for i, (stmt, line) in enumerate(stmts, start=1):
-        where = f" in statement {i} ({origin} line {line})" if len(stmts) > 1 or origin != "-c" else ""
-        if stmt.lstrip().startswith(":"):
-            console.meta(stmt.strip())
-            continue
-        if not console.run(stmt, where=where):
-            return 1
-    return 0
+def run_script(console: Console, text: str, origin: str, *, keep_going: bool = False) -> int:
+    """Run a script's commands and statements as the console would; 1 at the first error (or, with
+    ``keep_going``, after the last step if any failed). Errors name the statement and line."""
+    steps = read_script(text)
+    statements = sum(1 for s in steps if s.kind == "statement")
+    named = len(steps) > 1 or origin != "-c"
+    number = 0
+    for step in steps:
+        before = console.errors
+        if step.kind == "command":
+            console.place = f"{origin} line {step.line}" if named else ""
+            going_on = console.meta(step.text)
+        else:
+            number += 1
+            where = f" in statement {number} ({origin} line {step.line})" if named and statements else ""
+            console.run(step.text, where=where)
+            going_on = True
+        if not going_on or (console.errors > before and not keep_going):
+            break
+    return 1 if console.errors else 0
 
 
 def cypher(
@@ -469,6 +573,8 @@ def cypher(
     write: Annotated[bool, typer.Option("--write", help="Allow statements that change the store "
                                                    "(bypasses keymem's invariants)")] = False,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Show each statement's time")] = True,
+    keep_going: Annotated[bool, typer.Option("--continue", help="In a script, go on after a failed statement or "
+                                                                "command (exit 1 at the end)")] = False,
 ) -> None:
     """Cypher console on the store: interactive, or -c/-f. Read-only unless --write."""
     if fmt not in FORMATS:
@@ -479,9 +585,9 @@ def cypher(
     with Target(settings, need="store", write=write) as target:
         console = Console(target, fmt=fmt, write=write, timing=timing)
         if command is not None:
-            raise typer.Exit(run_script(console, command, "-c"))
+            raise typer.Exit(run_script(console, command, "-c", keep_going=keep_going))
         if file is not None:
-            raise typer.Exit(run_script(console, file.read_text(encoding="utf-8"), str(file)))
+            raise typer.Exit(run_script(console, file.read_text(encoding="utf-8"), str(file), keep_going=keep_going))
         if not sys.stdin.isatty():
-            raise typer.Exit(run_script(console, sys.stdin.read(), "stdin"))
+            raise typer.Exit(run_script(console, sys.stdin.read(), "stdin", keep_going=keep_going))
         raise typer.Exit(interactive(console, settings))

@@ -50,7 +50,13 @@ keymem> :explain MATCH (m:Memory) WHERE m.active RETURN m;
 keymem> :expand m_0123456789abcdef0123 2
 $ keymem cypher -c "MATCH (m:Memory) RETURN count(m);" --format csv
 $ keymem cypher -f queries.cypher
+$ printf ':format csv\nMATCH (k:Key) RETURN k.text;\n' | keymem cypher
 ```
+
+A script (`-c`, `-f FILE` or piped stdin) is read as the console reads typed lines: a line
+starting with `:` is a command, statements end with `;`. The first failing statement or
+command ends it with exit status 1, naming the statement and its line; `--continue` runs the
+rest and still exits 1.
 
 The console is read-only by default: every statement runs inside a Kuzu read-only
 transaction, so `CREATE`, `SET`, `DELETE`, `MERGE`, `DROP`, `ALTER` and `COPY ... FROM` are

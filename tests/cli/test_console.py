@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from keymem.cli import ops
-from keymem.cli.console import disp_width, render_table, split_statements
+from keymem.cli.console import Step, disp_width, read_script, render_table, split_statements
 from keymem.errors import InvalidInput
 from tests.cli.conftest import KEYMEM, run_cli
 
@@ -115,6 +115,46 @@ def test_one_shot_formats_and_script_errors(store_env: dict[str, Any], tmp_path:
     assert f"statement 2 ({script} line 4)" in out.stderr and "Cannot find property nope" in out.stderr
     out = run_cli(["cypher", "-c", "MATCH (m:Memory) DETACH DELETE m;"], env)
     assert out.returncode == 1 and "read-only" in out.stderr
+
+
+def test_script_reader_reads_lines_as_the_console_does() -> None:
+    text = ":format csv\nMATCH (m:Memory)\n:not a command inside a statement\nRETURN m; RETURN 1\n// note\n:tables\n\nRETURN 2"
+    assert read_script(text) == [
+        Step("command", ":format csv", 1),
+        Step("statement", "MATCH (m:Memory)\n:not a command inside a statement\nRETURN m", 2),
+        Step("statement", "RETURN 1\n// note\n:tables\n\nRETURN 2", 4),
+    ]
+    assert read_script("// a comment is no statement\n:tables\n\n") == [Step("command", ":tables", 2)]
+    assert read_script("/* open\n:still a comment */ RETURN 1;\n:help") == [
+        Step("statement", "/* open\n:still a comment */ RETURN 1", 1), Step("command", ":help", 3)]
+
+
+def test_script_runs_commands_and_statements_like_the_console(store_env: dict[str, Any], tmp_path: Any) -> None:
+    env = store_env["env"]
+    out = run_cli(["cypher"], env, input=":tables\n:help\n")  # piped stdin: not a terminal
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"\| Memory +\| NODE", out.stdout) and ":expand ID [HOPS]" in out.stdout
+    assert "unknown command" not in out.stderr
+    script = tmp_path / "q.cypher"
+    script.write_text(":format csv\nMATCH (m:Memory) WHERE NOT m.active\nRETURN count(m) AS old;\n")
+    out = run_cli(["cypher", "-f", str(script)], env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["old", "1"]
+    # the first error ends the script (exit 1), naming where it is; --continue goes on
+    script.write_text(":format csv\n:bogus\nRETURN 1 AS one;\nRETURN nope;\nRETURN 2 AS two;\n")
+    out = run_cli(["cypher", "-f", str(script)], env)
+    assert out.returncode == 1
+    assert out.stdout == "" and out.stderr.splitlines() == [f"{script} line 2: unknown command :bogus (try :help)"]
+    out = run_cli(["cypher", "-f", str(script), "--continue"], env)
+    assert out.returncode == 1
+    assert out.stdout.splitlines() == ["one", "1", "two", "2"]
+    assert f"{script} line 2: unknown command :bogus" in out.stderr
+    assert f"statement 2 ({script} line 4)" in out.stderr
+    out = run_cli(["cypher", "--format", "csv"], env, input=":format xml\nRETURN 1 AS one;\n")
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.strip() == "stdin line 1: usage: :format table|json|csv"
+    out = run_cli(["cypher", "--format", "csv"], env, input="RETURN 1 AS one;\n:quit\nRETURN 2 AS two;\n")
+    assert out.returncode == 0 and out.stdout.splitlines() == ["one", "1"]
 
 
 def test_interactive_session_in_a_terminal(store_env: dict[str, Any]) -> None:
