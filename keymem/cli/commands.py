@@ -55,7 +55,7 @@ def stats(
         who = f"daemon pid {proc['pid']}" if data["served_by"] == "daemon" else "this command, no daemon running"
         pool = proc["buffer_pool"]
         typer.echo(f"memory      RSS {human_bytes(proc['rss_kb'] * 1024)} now, {human_bytes(proc['peak_rss_kb'] * 1024)} "
-                   f"peak ({who}); Kuzu buffer pool {human_bytes(pool['used_bytes'])} of "
+                   f"peak ({who}); LadybugDB buffer pool {human_bytes(pool['used_bytes'])} of "
                    f"{human_bytes(pool['capacity_bytes'])}")
     typer.echo("namespaces  " + (", ".join(f"{r['namespace']} ({r['n']})" for r in data["namespaces"]) or "(none)"))
     if data["hubs"]:
@@ -191,7 +191,8 @@ def _doctor_models(settings: Any) -> list[tuple[str, str]]:
             typer.echo(f"  embedding: {profile.name} in {model_dir} ({'present' if ok else 'missing ' + missing})")
             if not ok:
                 problems.append((f"the embedding model files are missing ({missing})",
-                                 "run `keymem models download` (or they download on first use)"))
+                                 _fetch_fix(profile.files(), model_dir, "run `keymem models download` (or they "
+                                            "download on first use)")))
             elif settings.local_embedding_model_path is not None:
                 problems += _doctor_identity(settings, profile)
     if settings.rerank:
@@ -205,10 +206,26 @@ def _doctor_models(settings: Any) -> list[tuple[str, str]]:
             missing = ", ".join(f.local_name for f in missing_files(RERANKER.files(), rdir) if f.required)
             problems.append((f"KEYMEM_RERANK is on but the reranker files are missing ({missing} in {rdir}): "
                              "recall ranks without it until a download succeeds",
-                             "run `keymem models download`, or set KEYMEM_RERANK=false"))
+                             _fetch_fix(RERANKER.files(), rdir, "run `keymem models download`",
+                                        "set KEYMEM_RERANK=false")))
     else:
         typer.echo("  reranker: disabled (KEYMEM_RERANK=false)")
     return problems
+
+
+def _fetch_fix(files: Any, dest: Path, online: str, otherwise: str = "") -> str:
+    """The fix for missing model files: ``online`` when the hub answers, else the files to place by hand
+    (a download cannot work offline); ``otherwise``: another way out, named in both."""
+    from keymem.models.download import hub_unreachable, placement
+
+    why = hub_unreachable()
+    alternative = f", or {otherwise}" if otherwise else ""
+    if why is None:
+        return online + alternative
+    steps = "".join(f"\n      {step}" for step in placement(files, dest))
+    return (f"the Hugging Face Hub cannot be reached from here ({why}), so no download can work: on a machine "
+            f"that reaches it, fetch these files and place them here by hand:{steps}\n      then run "
+            f"`keymem doctor` again{alternative}")
 
 
 def _doctor_identity(settings: Any, profile: Any) -> list[tuple[str, str]]:

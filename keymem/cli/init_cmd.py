@@ -48,7 +48,7 @@ def _rerank_choice(asked: bool | None, model: str | None, backend: str) -> tuple
         return True, f"the {profile.name} profile turns it on: {size}; --no-rerank turns it off"
     what = (f"the {profile.name} profile" if profile else
             "OpenAI embeddings" if backend == "openai" else "a model of your own")
-    return False, f"{what} leaves it off; --rerank turns it on ({size})"
+    return False, f"{what} leaves it off; --rerank turns it on: {size}"
 
 
 def _assignments(items: list[str]) -> dict[str, Any]:

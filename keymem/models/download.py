@@ -102,7 +102,7 @@ def ensure_files(
         check_reachable(endpoint)
     except HubUnreachable as exc:
         first = next(f for f in missing_files(files, dest) if f.required)
-        raise _download_error(first, dest, what, manual_var, endpoint, exc) from exc
+        raise _download_error(first, files, dest, what, manual_var, endpoint, exc) from exc
     try:
         from keymem.paths import ensure_private_dir
 
@@ -120,7 +120,7 @@ def ensure_files(
             try:
                 for f in todo:
                     _fetch_one(
-                        f, dest, tmp, what=what, manual_var=manual_var, endpoint=endpoint, progress=progress
+                        f, files, dest, tmp, what=what, manual_var=manual_var, endpoint=endpoint, progress=progress
                     )
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -132,7 +132,8 @@ def ensure_files(
 
 
 def _fetch_one(
-    f: RemoteFile, dest: Path, tmp: Path, *, what: str, manual_var: str, endpoint: str | None, progress: bool
+    f: RemoteFile, files: Sequence[RemoteFile], dest: Path, tmp: Path, *, what: str, manual_var: str,
+    endpoint: str | None, progress: bool,
 ) -> None:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import RemoteEntryNotFoundError
@@ -151,12 +152,12 @@ def _fetch_one(
         if not f.required:
             log.info("Optional file %s not found in %s; skipped", f.path, f.repo_id)
             return
-        raise _download_error(f, dest, what, manual_var, endpoint, exc) from exc
+        raise _download_error(f, files, dest, what, manual_var, endpoint, exc) from exc
     except Exception as exc:  # network, HTTP, disk, offline mode: all end the same way
         if not f.required:
             log.warning("Optional file %s from %s not downloaded: %s", f.path, f.repo_id, _short(exc))
             return
-        raise _download_error(f, dest, what, manual_var, endpoint, exc) from exc
+        raise _download_error(f, files, dest, what, manual_var, endpoint, exc) from exc
     blob = Path(cached).resolve()  # the snapshot entry is a symlink to the blob
     target = dest / f.local_name
     part = dest / (f.local_name + ".part")
@@ -239,17 +240,41 @@ def _resolve(host: str, port: int, timeout: float, what: str) -> list[Any]:
     return result
 
 
-def _download_error(
-    f: RemoteFile, dest: Path, what: str, manual_var: str, endpoint: str | None, exc: BaseException
-) -> ModelError:
+def file_url(f: RemoteFile, endpoint: str | None = None) -> str:
+    """Where ``f`` is downloaded from (``endpoint``, else HF_ENDPOINT, else huggingface.co)."""
     base = (endpoint or os.environ.get("HF_ENDPOINT") or _DEFAULT_ENDPOINT).rstrip("/")
-    url = f"{base}/{f.repo_id}/resolve/{f.revision}/{f.path}"
+    return f"{base}/{f.repo_id}/resolve/{f.revision}/{f.path}"
+
+
+def placement(files: Sequence[RemoteFile], dest: Path, endpoint: str | None = None) -> list[str]:
+    """How to complete ``dest`` by hand: ``save <URL> as <path>`` for every required file it lacks."""
+    return [f"save {file_url(f, endpoint)} as {dest / f.local_name}"
+            for f in missing_files(files, dest) if f.required]
+
+
+def _download_error(
+    f: RemoteFile, files: Sequence[RemoteFile], dest: Path, what: str, manual_var: str, endpoint: str | None,
+    exc: BaseException,
+) -> ModelError:
+    steps = placement(files, dest, endpoint) or [f"save {file_url(f, endpoint)} as {dest / f.local_name}"]
     return ModelError(
         f"Could not download {f.path} from {f.repo_id} for the {what}: {_short(exc)}. "
-        f"Check the network (or HF_ENDPOINT), or place the files by hand: save {url} as "
-        f"{dest / f.local_name} (plus tokenizer.json), or point {manual_var} at a directory that "
-        "already holds model.onnx and tokenizer.json."
+        f"Check the network (or HF_ENDPOINT), or place the files by hand: {'; '.join(steps)}; "
+        f"or point {manual_var} at a directory that already holds model.onnx and tokenizer.json."
     )
+
+
+def hub_unreachable(endpoint: str | None = None) -> str | None:
+    """Why the hub cannot be reached from here (offline mode, no DNS, no connection), or None when it can."""
+    import huggingface_hub.constants as hf_constants
+
+    if hf_constants.HF_HUB_OFFLINE:
+        return "HF_HUB_OFFLINE is set"
+    try:
+        check_reachable(endpoint)
+    except HubUnreachable as exc:
+        return str(exc)
+    return None
 
 
 def _short(exc: BaseException) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import socket
 import stat
 import subprocess
 import tomllib
@@ -132,7 +134,14 @@ def test_doctor_reports_a_missing_reranker_with_its_fix(store_env: dict[str, Any
         assert f"reranker: bge-reranker-v2-m3 in {rdir} (missing)" in out.stdout
         assert (f"  - KEYMEM_RERANK is on but the reranker files are missing (model.onnx, tokenizer.json in {rdir}): "
                 "recall ranks without it until a download succeeds\n"
-                "    fix: run `keymem models download`, or set KEYMEM_RERANK=false") in out.stderr
+                "    fix: the Hugging Face Hub cannot be reached from here (HF_HUB_OFFLINE is set), so no download "
+                "can work: on a machine that reaches it, fetch these files and place them here by hand:\n"
+                "      save https://huggingface.co/onnx-community/bge-reranker-v2-m3-ONNX/resolve/main/onnx/"
+                f"model_quantized.onnx as {rdir}/model.onnx\n"
+                "      save https://huggingface.co/onnx-community/bge-reranker-v2-m3-ONNX/resolve/main/tokenizer.json "
+                f"as {rdir}/tokenizer.json\n"
+                "      then run `keymem doctor` again, or set KEYMEM_RERANK=false") in out.stderr
+        assert "keymem models download" not in out.stderr
     assert "all invariants hold" in out.stdout  # --check ran the checker too
     assert run_cli(["doctor"], {**env, "KEYMEM_RERANK": "false"}).returncode == 0
 
@@ -183,8 +192,8 @@ def test_init_minilm_leaves_the_reranker_off_and_needs_no_network(tmp_path: Path
     assert out.returncode == 0, out.stdout + out.stderr
     assert tomllib.loads(path.read_text()) == {"EMBEDDING_BACKEND": "local", "LOCAL_EMBEDDING_MODEL": "minilm-l6-v2",
                                                "KEYMEM_RERANK": False}
-    assert ("reranker: off (the minilm-l6-v2 profile leaves it off; --rerank turns it on (bge-reranker-v2-m3, "
-            "~570 MB))") in out.stdout.splitlines()
+    assert ("reranker: off (the minilm-l6-v2 profile leaves it off; --rerank turns it on: bge-reranker-v2-m3, "
+            "~570 MB)") in out.stdout.splitlines()
     assert "reranker: skipped (KEYMEM_RERANK=false)" in out.stdout
     assert not (tmp_path / "data" / "models" / "reranker").exists()
 
@@ -198,3 +207,52 @@ def test_init_minilm_leaves_the_reranker_off_and_needs_no_network(tmp_path: Path
     out = run_cli(["init", "--force", "--no-download", "-m", "minilm", "--set", "KEYMEM_RERANK=true"], env)
     assert out.returncode == 0 and tomllib.loads(path.read_text())["KEYMEM_RERANK"] is True, out.stderr
     assert "reranker: on (--set KEYMEM_RERANK)" in out.stdout
+
+
+SAVE = re.compile(r"save (https?://\S+) as (/\S+?)(?=[;,]?\s|$)", re.M)
+
+
+def test_offline_the_messages_name_every_file_and_where_it_goes(tmp_path: Path, minilm_dir: Path) -> None:
+    """Offline, init's error and doctor's fix name each file with its URL and destination, and placing the
+    files there as told is all it takes."""
+    env = new_user_env(tmp_path)
+    dest = tmp_path / "data" / "models" / "minilm-l6-v2"
+    base = "https://huggingface.co/Xenova/all-MiniLM-L6-v2/resolve/main"
+    expected = [(f"{base}/onnx/model_quantized.onnx", str(dest / "model.onnx")),
+                (f"{base}/tokenizer.json", str(dest / "tokenizer.json"))]
+
+    out = run_cli(["init", "--model", "minilm"], env)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert SAVE.findall(out.stderr) == expected, out.stderr
+    assert "(plus tokenizer.json)" not in out.stderr
+
+    # doctor: in offline mode, and with a hub that does not answer
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    online_env = {k: v for k, v in env.items() if k != "HF_HUB_OFFLINE"}
+    for doctor_env, why in ((env, "HF_HUB_OFFLINE is set"),
+                            ({**online_env, "HF_ENDPOINT": f"http://127.0.0.1:{port}"}, "cannot connect to 127.0.0.1")):
+        out = run_cli(["doctor"], doctor_env)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert "the embedding model files are missing (model.onnx, tokenizer.json)" in out.stderr
+        assert f"the Hugging Face Hub cannot be reached from here ({why}" in out.stderr
+        assert "keymem models download" not in out.stderr
+        found = SAVE.findall(out.stderr)
+        if why == "HF_HUB_OFFLINE is set":
+            assert found == expected, out.stderr
+        else:
+            assert [p for _u, p in found] == [p for _u, p in expected]
+            assert found[0][0] == f"http://127.0.0.1:{port}/Xenova/all-MiniLM-L6-v2/resolve/main/onnx/model_quantized.onnx"
+
+    # follow the fix: each file where it says (the same model's files, from the test fixture)
+    for url, where in expected:
+        Path(where).parent.mkdir(parents=True, exist_ok=True)
+        Path(where).symlink_to((minilm_dir / Path(where).name).resolve())
+        assert url.endswith(("model_quantized.onnx", Path(where).name))
+    out = run_cli(["doctor"], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    out = run_cli(["init", "--force", "--model", "minilm"], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"embedding: minilm-l6-v2 ready in {dest}" in out.stdout
