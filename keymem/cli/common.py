@@ -1,11 +1,11 @@
 """What every CLI command shares: settings, where the work runs, messages, progress.
 
-Kuzu admits one read-write process per database, so a command sends its graph-side work
+LadybugDB admits one read-write process per database, so a command sends its graph-side work
 to the shared daemon when one answers, and opens the store in this process only when none
 does (or ``KEYMEM_DAEMON=off``). Both paths run the same functions of
 :mod:`keymem.cli.ops`, so what a command prints does not depend on where it ran.
 
-Heavy modules (kuzu, numpy, onnxruntime) are imported only inside functions: ``--help``
+Heavy modules (ladybug, numpy, onnxruntime) are imported only inside functions: ``--help``
 must stay fast.
 """
 
@@ -75,7 +75,7 @@ class StoreView:
 class Target:
     """Where a command's graph-side work runs: the running daemon, or this process.
 
-    ``need="store"`` opens only the Kuzu store when local (read-only unless ``write``);
+    ``need="store"`` opens only the store when local (read-only unless ``write``);
     ``need="graph"`` opens the full MemoryGraph (models included).
     """
 

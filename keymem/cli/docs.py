@@ -19,8 +19,8 @@ INTRO = """\
 
 Run bare, `keymem` is the MCP stdio server; `keymem --version` prints the installed
 version (the MCP `initialize` result and `keymem doctor` report the same). Every other
-command talks to the shared daemon when one is running (Kuzu allows one read-write process
-per store) and opens the store in its own process when none is (or with
+command talks to the shared daemon when one is running (LadybugDB allows one read-write
+process per store) and opens the store in its own process when none is (or with
 `KEYMEM_DAEMON=off`). Configuration comes from the environment and the config file
 (`~/.keymem/config.toml`, or `$KEYMEM_DATA_DIR/config.toml`, or `$KEYMEM_CONFIG`; `keymem init`
 writes it), the environment winning; `keymem doctor` shows the version, the config file and
@@ -58,9 +58,9 @@ starting with `:` is a command, statements end with `;`. The first failing state
 command ends it with exit status 1, naming the statement and its line; `--continue` runs the
 rest and still exits 1.
 
-The console is read-only by default: every statement runs inside a Kuzu read-only
+The console is read-only by default: every statement runs inside a LadybugDB read-only
 transaction, so `CREATE`, `SET`, `DELETE`, `MERGE`, `DROP`, `ALTER` and `COPY ... FROM` are
-refused by Kuzu itself, and `COPY ... TO`, `EXPORT`, `IMPORT`, `ATTACH`, `INSTALL`, `LOAD`
+refused by the engine itself, and `COPY ... TO`, `EXPORT`, `IMPORT`, `ATTACH`, `INSTALL`, `LOAD`
 and `CHECKPOINT` are refused before they run. `--write` (or `:write on`) lifts this with a
 warning: such edits bypass keymem's invariants (key vectors, the BM25 index, version chains,
 name lookups); run `keymem doctor --check` afterwards and restart the daemon.
@@ -80,7 +80,7 @@ and dotted purple edges are `related_to` relations. Click a node for its details
 ![keymem viz](viz.png)
 
 `keymem snapshot DIR` writes a consistent copy of the store for
-[Kuzu Explorer](explorer.md).
+[LadybugDB Explorer](explorer.md).
 
 `keymem export FILE.jsonl` / `keymem import FILE.jsonl` move a store between machines or
 embedding models: the file holds every key (type, aliases), every memory (version chain,

@@ -62,7 +62,9 @@ def vector_status() -> tuple[bool, str]:
         why = load_vector(conn.execute)
     finally:
         conn.close()
-    return why is None, why or "installed"
+    if why is None:
+        return True, "installed"
+    return False, "not installed" if why.endswith("extension is not installed") else f"does not load ({why})"
 
 
 @extensions_app.command("download")
@@ -73,7 +75,7 @@ def extensions_download(
     """Install LadybugDB's VECTOR extension (the HNSW key index for very large stores); needs the network once."""
     import ladybug
 
-    from keymem.store.engine import ENGINE_VERSION
+    from keymem.store.engine import ENGINE_VERSION, engine_message
 
     settings = settings_or_exit()
     repo = repo or settings.extension_repo
@@ -85,13 +87,13 @@ def extensions_download(
                 conn.execute(statement)
             except Exception as exc:
                 raise fail(f"could not download the {name} extension for LadybugDB {ENGINE_VERSION}: "
-                           f"{str(exc).splitlines()[0]}",
+                           f"{engine_message(exc)}",
                            fix="keymem works without it (key vectors are searched by an exact scan); retry "
                                "when online, or set KEYMEM_EXTENSION_REPO to a mirror") from None
             try:
                 conn.execute(f"LOAD EXTENSION {name}")
             except Exception as exc:
-                raise fail(f"the {name} extension was downloaded but does not load: {str(exc).splitlines()[0]}",
+                raise fail(f"the {name} extension was downloaded but does not load: {engine_message(exc)}",
                            fix="check that the server serves LadybugDB " + ENGINE_VERSION + "'s build") from None
             typer.echo(f"{name}: installed and loads")
     finally:

@@ -23,6 +23,7 @@ from uuid import UUID
 from keymem.errors import InvalidInput, NotFound
 from keymem.server.host import daemon_method
 from keymem.store import cypher
+from keymem.store.engine import engine_message
 
 MAX_ROWS = 10_000
 SNAPSHOT_FILE = "keymem.lbug"
@@ -40,7 +41,7 @@ _SETTING = re.compile(r"^\s*CALL\s+\w+\s*=", re.I)  # CALL threads = 1: changes 
 
 
 def jsonable(value: Any) -> Any:
-    """A Kuzu value as JSON (nodes and rels stay dicts; times become ISO strings)."""
+    """A LadybugDB value as JSON (nodes and rels stay dicts; times become ISO strings)."""
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
@@ -95,7 +96,9 @@ def _result(result: Any, started: float) -> dict[str, Any]:
 
 @daemon_method
 def cypher_run(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """Run one console statement: read-only (Kuzu refuses writes in the transaction) unless ``write``."""
+    """Run one console statement: read-only (the engine refuses writes in the transaction) unless ``write``.
+
+    The engine's errors come back in keymem's words (:func:`keymem.store.engine.engine_message`)."""
     query = params.get("query")
     write = bool(params.get("write", False))
     args = params.get("params") or {}
@@ -104,7 +107,7 @@ def cypher_run(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(args, dict):
         raise InvalidInput("params must be an object")
     unbound = cypher.param_names(query) - set(args)
-    if unbound:  # Kuzu would run the statement with the parameter silently dropped
+    if unbound:  # the engine would run the statement with the parameter silently dropped
         names = ", ".join(f"${n}" for n in sorted(unbound))
         raise InvalidInput(f"the statement uses {names} but the console binds no parameters; write the values in")
     word = first_word(query)
@@ -120,7 +123,7 @@ def cypher_run(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
             try:
                 out = _result(conn.conn.execute(query, args), started)
             except RuntimeError as exc:
-                raise InvalidInput(str(exc)) from None
+                raise InvalidInput(engine_message(exc)) from None
         graph.reload_caches()  # the statement bypassed the domain layer: re-read what recall holds
         return out
     conn = store.connection()  # the read-only transaction must live on this thread's connection
@@ -128,13 +131,12 @@ def cypher_run(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     try:
         out = _result(conn.conn.execute(query, args), started)
     except RuntimeError as exc:
-        msg = str(exc)
-        if "read-only transaction" in msg or "read-only database" in msg:
-            msg = ("read-only console: this statement would change the store and was refused "
-                   f"(Kuzu: {msg}). Use --write or :write on to allow it.")
+        msg = engine_message(exc)
+        if "read-only transaction" in str(exc) or "read-only database" in str(exc):
+            msg = "read-only console: this statement would change the store; --write or :write on allows it"
         raise InvalidInput(msg) from None
     finally:
-        with contextlib.suppress(RuntimeError):  # Kuzu already rolled back a failed statement's transaction
+        with contextlib.suppress(RuntimeError):  # the engine already rolled back a failed statement's transaction
             store.query("console/rollback")
     return out
 

@@ -25,6 +25,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -179,6 +180,30 @@ def _import(dest: Path, export_dir: Path) -> dict[str, Any]:
     finally:
         conn.close()
         db.close()
+
+
+_ENGINE_KIND = re.compile(r"^([A-Z][A-Za-z]*) exception: ")
+_PARSE_POSITION = re.compile(r"\(line: (\d+), offset: (\d+)\)\n\"(.*)\"(?:\n|$)")
+_NOT_INSTALLED = re.compile(r"Extension: (\w+) is an official extension and has not been installed")
+_READ_ONLY = ("read-only database", "read-only transaction")
+
+
+def engine_message(error: BaseException | str) -> str:
+    """What the engine said, in keymem's words: one line, without LadybugDB's exception class
+    ("Binder exception: ..."), a syntax error as its line, offset and the text there."""
+    text = str(error).strip()
+    kind = _ENGINE_KIND.match(text)
+    body = text[kind.end():] if kind else text
+    if (ext := _NOT_INSTALLED.search(body)) is not None:
+        return f"LadybugDB's {ext.group(1).upper()} extension is not installed"
+    if any(words in body for words in _READ_ONLY):
+        return "the store is open read-only here, and the statement would change it"
+    if kind is not None and kind.group(1) == "Parser" and (at := _PARSE_POSITION.search(body)) is not None:
+        line, offset, shown = int(at.group(1)), int(at.group(2)), at.group(3)
+        near = " ".join(shown[offset:].split())
+        where = f'near "{near[:40]}{"…" if len(near) > 40 else ""}"' if near else "at the end of the statement"
+        return f"Cypher syntax error at line {line}, offset {offset}: {where}"
+    return " ".join(" ".join(body.split("\n")).split()) or "LadybugDB gave no reason"
 
 
 def cypher_literal(text: str, what: str) -> str:

@@ -106,7 +106,9 @@ def load_vector(execute: Callable[[str], object]) -> str | None:
         execute("LOAD EXTENSION VECTOR")
         return None
     except Exception as exc:  # not installed (offline), or built for another engine version
-        return str(exc).splitlines()[0]
+        from keymem.store.engine import engine_message
+
+        return engine_message(exc)
 
 
 def vector_extension(store: Store) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,7 @@ def test_stats(store_env: dict[str, Any]) -> None:
     text = run_cli(["stats"], store_env["env"]).stdout
     assert "python" in text and "HUB" in text and "001_init" in text
     assert "now," in text and "peak (this command, no daemon running)" in text
+    assert "LadybugDB buffer pool" in text and "Kuzu" not in text  # the engine by its name
 
 
 def test_export_import_round_trip_through_the_cli(store_env: dict[str, Any], tmp_path: Path,
@@ -148,6 +150,10 @@ def test_doctor_reports_config_sources_and_problems(store_env: dict[str, Any], t
     latest = migrations.available()[-1]
     assert "(default)" in out.stdout and "opens cleanly" in out.stdout and f"schema: {latest} (up to date)" in out.stdout
     assert "not running" in out.stdout
+    # the engine's state in keymem's words, not LadybugDB's exception text
+    engine_line = next(line for line in out.stdout.splitlines() if "engine: LadybugDB" in line)
+    assert re.search(r"VECTOR extension: (installed|not installed|does not load \(.+\))$", engine_line), engine_line
+    assert "exception" not in out.stdout.lower()
     broken = {**env, "LOCAL_EMBEDDING_MODEL": "no-such-model", "LOCAL_EMBEDDING_MODEL_PATH": ""}
     out = run_cli(["doctor"], broken)
     assert out.returncode == 1
