@@ -450,3 +450,47 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
 def env_names() -> list[str]:
     """Every variable keymem reads (the test fixture clears these)."""
     return [v.env for v in VARS.values()] + [CONFIG_VAR, "CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID"]
+
+
+# The settings the shared daemon computes with (embedding, reranking, key thresholds, recall, decay,
+# limits): a client's own values of these are not used once a daemon runs, so a client whose values
+# differ from the daemon's is told (keymem/server/client.py, setting_differences). The others are the
+# client's own (threads, the hook, HTTP, logging) or fix which daemon it reaches (the data dir).
+DAEMON_SETTINGS = (
+    "embedding_backend", "local_embedding_model", "local_embedding_model_path", "local_embedding_model_file",
+    "openai_embedding_model", "openai_base_url", "rerank", "rerank_model_path", "rerank_pool", "rerank_min_score",
+    "key_recall", "key_merge", "key_autolink", "short_key_merge", "key_hub_min_links", "autokey",
+    "autokey_promote_n", "autokey_confirm_floor", "autokey_max_aliases", "autokey_prune_age",
+    "decay_transient_days", "decay_standard_days", "decay_stable_days", "cleanup_interval_ms", "recall_hops",
+    "task_evidence_selection", "inject_min_association", "inject_max", "vector_index_min_keys",
+    "max_content_chars", "max_keys",
+)
+_LOCAL_ONLY = ("local_embedding_model", "local_embedding_model_path", "local_embedding_model_file")
+_OPENAI_ONLY = ("openai_embedding_model", "openai_base_url")
+_RERANK_ONLY = ("rerank_model_path", "rerank_pool", "rerank_min_score")
+
+
+def daemon_view(settings: Settings) -> dict[str, str]:
+    """The values of :data:`DAEMON_SETTINGS` that apply, as text by variable name (what ``ping`` reports
+    and clients compare): the effective backend, a model's canonical name, absolute paths."""
+    from keymem.models.profiles import find_model
+
+    out: dict[str, str] = {}
+    for name in DAEMON_SETTINGS:
+        if (name in _LOCAL_ONLY and settings.backend != "local") or (name in _OPENAI_ONLY and settings.backend != "openai") \
+                or (name in _RERANK_ONLY and not settings.rerank):
+            continue
+        value: Any = settings.backend if name == "embedding_backend" else getattr(settings, name)
+        if name == "local_embedding_model":
+            profile = find_model(value)
+            value = profile.name if profile else value
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif value is None:
+            text = "unset"
+        elif isinstance(value, Path):
+            text = os.path.abspath(value)
+        else:
+            text = str(value)
+        out[VARS[name].env] = text
+    return out

@@ -112,6 +112,7 @@ def doctor(
         if info.get("version") != __version__:
             problems.append((f"the daemon runs keymem {info.get('version')}, this command is keymem {__version__}",
                              "run `keymem daemon --stop`; the next client starts this version"))
+        problems += _doctor_daemon_settings(info, settings)
         if info.get("state") == "failed":
             problems.append((f"the daemon could not open the store or models: {info.get('error')}",
                              f"fix the cause, then `keymem daemon --stop`; see {settings.log_path}"))
@@ -137,6 +138,24 @@ def doctor(
             typer.echo(f"  - {what}\n    fix: {fix}", err=True)
         raise typer.Exit(1)
     typer.echo("\nno problems found")
+
+
+def _doctor_daemon_settings(info: dict[str, Any], settings: Any) -> list[tuple[str, str]]:
+    """The daemon computes with its own settings: each one that differs from this configuration is a problem."""
+    from keymem.server.client import setting_differences
+    from keymem.settings import VARS
+
+    diffs = setting_differences(info, settings)
+    if not diffs:
+        return []
+    where = {var.env: settings.sources.get(name, "default").split(" /")[0] for name, var in VARS.items()}
+    shown = "; ".join(f"{name}: {mine} in this configuration ({where.get(name, 'default')}), {theirs} in the daemon"
+                      for name, mine, theirs in diffs)
+    return [(f"the running daemon (pid {info.get('pid')}) computes every client's results with its own settings, "
+             f"not this configuration's: {shown}",
+             "run `keymem daemon --stop`: the next tool call starts a daemon with this configuration. A client "
+             "whose MCP configuration sets these variables itself (e.g. `-e LOCAL_EMBEDDING_MODEL=...`) overrides "
+             "the config file for the daemon it starts: remove them there")]
 
 
 def _doctor_tokens(settings: Any) -> list[tuple[str, str]]:

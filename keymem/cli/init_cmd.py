@@ -75,6 +75,18 @@ def _assignments(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def _running_daemon(settings: Any) -> None:
+    """Say so when a running daemon computes with other settings than the file now names (it keeps its own)."""
+    from keymem.server.client import describe_differences, setting_differences, status
+
+    running = status(settings) if settings.daemon == "auto" else None
+    diffs = setting_differences(running, settings) if running is not None else []
+    if running is not None and diffs:
+        typer.echo(f"note: the running keymem daemon (pid {running.get('pid')}) keeps the settings it started with "
+                   f"({describe_differences(diffs, 'in this file')}): `keymem daemon --stop` "
+                   "stops it, and the next tool call starts one that reads this file")
+
+
 def _write(path: Path, text: str) -> None:
     from keymem.server.protocol import ensure_private_dir, write_private
 
@@ -153,6 +165,7 @@ def init(
                        f"the hook) reads ~/.keymem/config.toml, so set {shell_var} there too")
             break
 
+    _running_daemon(settings)  # before the download, which may fail
     if download:
         from keymem.cli.commands import download_models
 
@@ -160,12 +173,6 @@ def init(
     else:
         typer.echo("models: not checked (--no-download); `keymem models download` fetches them")
 
-    from keymem.server.client import status
-
-    running = status(settings) if settings.daemon == "auto" else None
     typer.echo("")
-    if running is not None:
-        typer.echo(f"A keymem daemon (pid {running.get('pid')}) still runs with its old configuration: "
-                   "`keymem daemon --stop`, and the next tool call starts one that reads this file.")
     typer.echo("Next: start (or restart) your agent: the keymem server, its daemon and the prompt hook read this "
                "file. `keymem doctor` shows every value and where it comes from.")

@@ -136,6 +136,11 @@ class DaemonBackend:
         for warning in compatibility_warnings(info, self.settings):
             log.warning("%s", warning)
 
+    def session_notes(self) -> list[str]:
+        """What the session's first tool result says about the daemon it reached: another keymem version,
+        or settings (model, reranker, thresholds) that differ from this client's and win over them."""
+        return compatibility_warnings(self.client.info, self.settings) if self.client.info is not None else []
+
     def _call(self, method: str, params: dict[str, Any], source: dict[str, Any] | None,
               request_id: str | None) -> Any:
         if self.client.info is None:

@@ -311,15 +311,39 @@ def _is_daemon(pid: int) -> bool:
         return False
 
 
+def setting_differences(info: dict[str, Any], settings: Settings) -> list[tuple[str, str, str]]:
+    """``(variable, this client's value, the daemon's)`` for each daemon setting that differs
+    (:data:`keymem.settings.DAEMON_SETTINGS`); a daemon of an older keymem is compared on its model alone."""
+    from keymem.settings import daemon_view
+
+    mine = daemon_view(settings)
+    theirs = info.get("settings")
+    if not isinstance(theirs, dict):
+        embedding = f"{settings.backend}:{mine.get('LOCAL_EMBEDDING_MODEL') or mine.get('OPENAI_EMBEDDING_MODEL')}"
+        theirs_embedding = info.get("embedding")
+        return [] if not theirs_embedding or theirs_embedding == embedding else [
+            ("embedding", embedding, str(theirs_embedding))]
+    names = dict.fromkeys([*mine, *theirs])
+    return [(n, mine.get(n, "not used"), str(theirs.get(n, "not used"))) for n in names
+            if mine.get(n, "not used") != str(theirs.get(n, "not used"))]
+
+
+def describe_differences(diffs: list[tuple[str, str, str]], here: str = "here") -> str:
+    """``LOCAL_EMBEDDING_MODEL bge-m3 here, minilm-l6-v2 in the daemon; ...``."""
+    return "; ".join(f"{name} {mine} {here}, {theirs} in the daemon" for name, mine, theirs in diffs)
+
+
 def compatibility_warnings(info: dict[str, Any], settings: Settings) -> list[str]:
-    """Differences between this client and the daemon it reached (logged, not fatal)."""
+    """Differences between this client and the daemon it reached, in words a user (or an agent) can act on."""
     out = []
     mine_version = keymem.__version__  # looked up here, not at import: the hook imports this module
     if info.get("version") != mine_version or info.get("protocol") != PROTOCOL_VERSION:
         out.append(f"the daemon runs keymem {info.get('version')} (this client is {mine_version}); "
                    "run `keymem daemon --stop` to restart it with this version")
-    mine = f"{settings.backend}:{settings.local_embedding_model if settings.backend == 'local' else settings.openai_embedding_model}"
-    if info.get("embedding") and info.get("embedding") != mine:
-        out.append(f"the daemon embeds with {info.get('embedding')} but this client is configured for {mine}; "
-                   "the daemon's configuration wins (it was started by the first client)")
+    diffs = setting_differences(info, settings)
+    if diffs:
+        out.append(f"the running keymem daemon (pid {info.get('pid')}) computes every result with its own settings, "
+                   f"not this client's: {describe_differences(diffs)}. To use this client's settings, give every "
+                   "client the same ones (the config file, `keymem init`, not per-client variables) and run "
+                   "`keymem daemon --stop`: the next tool call starts a daemon with them")
     return out

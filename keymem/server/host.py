@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from keymem import __version__
 from keymem.errors import InvalidInput, KeymemError, StoreError
 from keymem.server.protocol import PROTOCOL_VERSION, TOOLS, WRITES
-from keymem.settings import Settings
+from keymem.settings import Settings, daemon_view
 
 if TYPE_CHECKING:
     from keymem.memory.graph import MemoryGraph
@@ -149,6 +149,7 @@ class GraphHost:
             "uptime_s": round(time.time() - self.started_at, 1),
             "data_dir": str(s.data_dir.absolute()),
             "embedding": f"{s.backend}:{s.local_embedding_model if s.backend == 'local' else s.openai_embedding_model}",
+            "settings": daemon_view(s),  # clients compare theirs (client.setting_differences)
         }
 
     def close(self) -> None:

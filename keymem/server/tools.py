@@ -239,6 +239,9 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         text = render(method, data)
         if session_notes is None:  # checked at the first call, not at start: the start path stays light
             session_notes = texts.unavailable_components(settings)
+            daemon_notes = getattr(backend, "session_notes", None)  # a stdio bridge's; not over HTTP (no own settings)
+            if daemon_notes is not None:
+                session_notes += daemon_notes()
             if session_notes:
                 text = "\n".join(f"note: {n}" for n in session_notes) + "\n" + text
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
