@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from keymem.errors import InvalidInput
+from keymem.errors import InvalidInput, shown
 from keymem.memory import validate
 from keymem.memory.names import add_literal_name, name_id
 from keymem.memory.write import norm_id
@@ -92,14 +92,14 @@ def _num(rec: dict[str, Any], name: str, lineno: int, *, optional: bool = False)
     if v is None and optional:
         return None
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise _fail(lineno, f"{name} must be a finite number, not {v!r}")
+        raise _fail(lineno, f"{name} must be a finite number, not {shown(v)}")
     return float(v)
 
 
 def _int(rec: dict[str, Any], name: str, lineno: int) -> int:
     v = rec.get(name)
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise _fail(lineno, f"{name} must be a non-negative whole number, not {v!r}")
+        raise _fail(lineno, f"{name} must be a non-negative whole number, not {shown(v)}")
     return v
 
 
@@ -108,7 +108,7 @@ def _str(rec: dict[str, Any], name: str, lineno: int, *, optional: bool = False)
     if v is None and optional:
         return None
     if not isinstance(v, str) or not v.strip():
-        raise _fail(lineno, f"{name} must be a non-empty string, not {v!r}")
+        raise _fail(lineno, f"{name} must be a non-empty string, not {shown(v)}")
     return v
 
 
@@ -117,21 +117,21 @@ def _ident(rec: dict[str, Any], name: str, kind: str, lineno: int, *, optional: 
     if v is None and optional:
         return None
     if not isinstance(v, str) or not _ID[kind].match(v):
-        raise _fail(lineno, f"{name} {v!r} is not a valid {kind}_... id")
+        raise _fail(lineno, f"{name} {shown(v)} is not a valid {kind}_... id")
     return v
 
 
 def _bool(rec: dict[str, Any], name: str, lineno: int) -> bool:
     v = rec.get(name)
     if not isinstance(v, bool):
-        raise _fail(lineno, f"{name} must be true or false, not {v!r}")
+        raise _fail(lineno, f"{name} must be true or false, not {shown(v)}")
     return v
 
 
 def _only(rec: dict[str, Any], allowed: Iterable[str], lineno: int) -> None:
     extra = set(rec) - set(allowed) - {"type"}
     if extra:
-        raise _fail(lineno, f"unknown field(s) {', '.join(sorted(extra))}")
+        raise _fail(lineno, f"unknown field(s) {shown(', '.join(sorted(extra)), quoted=False)}")
 
 
 KEY_FIELDS = ("id", "namespace", "text", "key_type", "created_at", "last_hit_at", "aliases")
@@ -174,7 +174,7 @@ def _key(rec: dict[str, Any], n: int) -> dict[str, Any]:
         raise _fail(n, str(exc)) from None
     key_type = rec.get("key_type")
     if key_type not in validate.KEY_TYPES:
-        raise _fail(n, f"key_type {key_type!r} must be one of {', '.join(validate.KEY_TYPES)}")
+        raise _fail(n, f"key_type {shown(key_type)} must be one of {', '.join(validate.KEY_TYPES)}")
     text = _str(rec, "text", n)
     assert text is not None
     if len(text) > validate.MAX_KEY_CHARS:
@@ -257,7 +257,7 @@ def parse_lines(lines: Iterable[str], *, max_content_chars: int = 100_000) -> Im
             if kind != "header" or rec.get("format") != FORMAT:
                 raise _fail(n, f"the first record must be the {FORMAT} header; is this a keymem export?")
             if rec.get("version") != VERSION:
-                raise _fail(n, f"export format version {rec.get('version')!r} is not supported (this keymem reads {VERSION})")
+                raise _fail(n, f"export format version {shown(rec.get('version'))} is not supported (this keymem reads {VERSION})")
             header = True
             continue
         if kind == "key":
@@ -283,7 +283,7 @@ def parse_lines(lines: Iterable[str], *, max_content_chars: int = 100_000) -> Im
             })
             ids = []
         else:
-            raise _fail(n, f"unknown record type {kind!r} (expected key, memory, link or related)")
+            raise _fail(n, f"unknown record type {shown(kind)} (expected key, memory, link or related)")
         for i in ids:
             if i in seen:
                 raise _fail(n, f"id {i} already appeared on line {seen[i]}")

@@ -381,7 +381,7 @@ class Console:
 
     def meta(self, line: str) -> bool:
         """Handle a ``:command``; False means leave the console."""
-        from keymem.errors import KeymemError
+        from keymem.errors import KeymemError, shown
 
         cmd, _, arg = line[1:].strip().partition(" ")
         cmd, arg = cmd.lower(), arg.strip()
@@ -422,12 +422,14 @@ class Console:
                 else:
                     self.timing = arg != "off"
             else:
-                self.error(f"unknown command :{cmd} (try :help)")
+                self.error(f"unknown command :{shown(cmd, quoted=False)} (try :help)")
         except KeymemError as exc:
             self.error(f"Error: {exc}")
         return True
 
     def schema_text(self, only: str = "") -> str:
+        from keymem.errors import shown
+
         lines = []
         for t in self.load_schema()["tables"]:
             if only and t["name"].lower() != only.lower():
@@ -438,7 +440,7 @@ class Console:
             lines.append(head)
             for p in t["properties"]:
                 lines.append(f"    {p['name']:<22} {p['type']}{'  PRIMARY KEY' if p['pk'] else ''}")
-        return "\n".join(lines) if lines else f"no table named {only!r}"
+        return "\n".join(lines) if lines else f"no table named {shown(only)}"
 
     def words(self) -> list[str]:
         """Completion candidates: keywords, tables, properties, functions, commands."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from keymem.errors import InvalidInput, NotFound
+from keymem.errors import InvalidInput, NotFound, shown
 from keymem.server.host import daemon_method
 from keymem.store import cypher
 from keymem.store.engine import engine_message
@@ -143,7 +143,7 @@ def cypher_run(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 def _filled(name: str, table: str) -> str:
     if not _IDENT.match(table):
-        raise InvalidInput(f"{table!r} is not a table name")
+        raise InvalidInput(f"{shown(table)} is not a table name")
     return cypher.load(name).text.replace("{{table}}", table)
 
 
@@ -389,8 +389,8 @@ def viz_data(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
         start = {r["id"] for r in store.query("console/viz_find_keys", text=str(key), norm=norm, **scope)}
         start |= {r["id"] for r in store.query("console/viz_alias_keys", norm=norm, **scope)}
         if not start:
-            where = f" in namespace {ns!r}" if ns else ""
-            raise NotFound(f"no key named {key!r}{where}")
+            where = f" in namespace {shown(ns)}" if ns else ""
+            raise NotFound(f"no key named {shown(key)}{where}")
         frontier = set(start)
         key_ids |= start
         for _ in range(hops):

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from keymem.errors import InvalidInput
+from keymem.errors import InvalidInput, shown
 
 if TYPE_CHECKING:
     from keymem.store.db import Store, Tx
@@ -72,7 +72,7 @@ _PENDING: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar("keym
 
 def check_request_id(value: Any) -> str:
     if not isinstance(value, str) or not _REQUEST_ID.match(value):
-        raise InvalidInput(f"request_id {value!r} is invalid: use 8-128 letters, digits or the characters _ . : -")
+        raise InvalidInput(f"request_id {shown(value)} is invalid: use 8-128 letters, digits or the characters _ . : -")
     return value
 
 

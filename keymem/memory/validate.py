@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from keymem.decay import DECAY_PROFILES
-from keymem.errors import InvalidInput
+from keymem.errors import InvalidInput, shown
 
 KEY_TYPES = ("concept", "name", "proper_noun")
 DEFAULT_NAMESPACE = "default"
@@ -40,7 +40,7 @@ def namespace(value: Any) -> str:
         return DEFAULT_NAMESPACE
     if not isinstance(value, str) or not _NAMESPACE.match(value):
         raise InvalidInput(
-            f"namespace {value!r} is invalid: use 1-128 letters, digits or the characters . : @ / + - _"
+            f"namespace {shown(value)} is invalid: use 1-128 letters, digits or the characters . : @ / + - _"
         )
     return value
 
@@ -52,7 +52,7 @@ def looks_like_id(value: str) -> bool:
 
 def ident(value: Any, field: str, prefix: str) -> str:
     if not isinstance(value, str) or not _ID.match(value) or not value.startswith(prefix):
-        raise InvalidInput(f"{field} {value!r} is not a keymem id (expected {prefix}_ followed by hex)")
+        raise InvalidInput(f"{field} {shown(value)} is not a keymem id (expected {prefix}_ followed by hex)")
     return value
 
 
@@ -70,7 +70,7 @@ def key_list(keys: Any, key_types: Any, *, max_keys: int) -> list[tuple[str, str
     elif isinstance(key_types, Mapping):
         unknown = [k for k in key_types if k not in keys]
         if unknown:
-            raise InvalidInput(f"key_types names keys that are not in keys: {unknown[:3]}")
+            raise InvalidInput(f"key_types names keys that are not in keys: {shown(unknown[:3])}")
         types = [key_types.get(k, "concept") for k in keys]
     elif isinstance(key_types, Sequence) and not isinstance(key_types, str):
         if len(key_types) != len(keys):
@@ -83,7 +83,7 @@ def key_list(keys: Any, key_types: Any, *, max_keys: int) -> list[tuple[str, str
     for k, t in zip(keys, types, strict=True):
         k = text(k, "key", max_chars=MAX_KEY_CHARS).strip()
         if t not in KEY_TYPES:
-            raise InvalidInput(f"key type {t!r} for key {k!r} must be one of {', '.join(KEY_TYPES)}")
+            raise InvalidInput(f"key type {shown(t)} for key {shown(k)} must be one of {', '.join(KEY_TYPES)}")
         if k.casefold() in seen:
             continue
         seen.add(k.casefold())
@@ -95,7 +95,7 @@ def decay_profile(value: Any, default: str = "standard") -> str:
     if value is None:
         return default
     if value not in DECAY_PROFILES:
-        raise InvalidInput(f"decay_profile {value!r} must be one of {', '.join(DECAY_PROFILES)}")
+        raise InvalidInput(f"decay_profile {shown(value)} must be one of {', '.join(DECAY_PROFILES)}")
     return str(value)
 
 
@@ -118,7 +118,7 @@ def count(value: Any, field: str, *, default: int, lo: int, hi: int) -> int:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
-            raise InvalidInput(f"{field} must be a whole number, got {value!r}")
+            raise InvalidInput(f"{field} must be a whole number, got {shown(value)}")
     if not lo <= value <= hi:
         raise InvalidInput(f"{field} must be between {lo} and {hi}, got {value}")
     return int(value)

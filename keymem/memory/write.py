@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from keymem.errors import InvalidInput, KeymemError, NotFound, StoreError
+from keymem.errors import InvalidInput, KeymemError, NotFound, StoreError, shown
 from keymem.memory import validate
 from keymem.memory.calls import ConfirmRequest, CorrectRequest, DismissRequest, ForgetRequest, RememberRequest
 from keymem.memory.keys import KeyResolver, keys_by_names
@@ -115,7 +115,7 @@ def _check_related(tx: Tx, ids: list[str], namespace: str) -> None:
     for mid in ids:
         m = rows.get(mid)
         if m is None or m["namespace"] != namespace:
-            raise NotFound(f"related_to: memory {mid} does not exist in namespace {namespace!r}")
+            raise NotFound(f"related_to: memory {mid} does not exist in namespace {shown(namespace)}")
 
 
 def _write_one(graph: Parts, tx: Tx, resolver: KeyResolver, it: Item, now: float,

@@ -20,6 +20,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from keymem.errors import shown
+
 MAX_PROBLEMS = 3  # per message; the rest are counted
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -45,7 +47,7 @@ def unknown_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -
             continue
         close = difflib.get_close_matches(name, allowed, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        out.append(f"unknown argument '{name}'{hint}; the arguments are {', '.join(allowed)}")
+        out.append(f"unknown argument {shown(name)}{hint}; the arguments are {', '.join(allowed)}")
     return out
 
 
@@ -116,7 +118,7 @@ def _problem(path: tuple[Any, ...], err: Mapping[str, Any], schema: Mapping[str,
         fields = list(parent.get("properties", {})) if parent else []
         where = f"'{parent_name}' has" if len(path) > 1 else "the call has"
         listed = f"; its fields are {', '.join(fields)}" if fields else ""
-        return f"{where} an unknown field '{path[-1]}'{listed}"
+        return f"{where} an unknown field {shown(path[-1])}{listed}"
     allowed = _allowed(sub, schema) if sub is not None else None
     if kind == "missing":
         return f"missing required argument '{name}'" + (f" ({allowed})" if allowed else "")
@@ -170,7 +172,7 @@ def _walk(root: Mapping[str, Any], path: Sequence[Any]) -> tuple[Mapping[str, An
         elif (as_field or nxt is None) and isinstance(part, str) and _IDENT.fullmatch(part):
             text += f".{part}" if text else part
         else:
-            text += f"[{json.dumps(part, ensure_ascii=False)}]"
+            text += f"[{shown(part, as_json=True)}]"
         node = nxt
     return (_resolve(node, root) if node is not None else None), text
 
@@ -266,11 +268,7 @@ def _got(value: Any) -> str:
     if isinstance(value, int | float):
         return _num(value)
     if isinstance(value, str):
-        if not value:
-            return "an empty string"
-        if len(value) > 60:
-            return f"a string of {len(value)} characters"
-        return json.dumps(value, ensure_ascii=False)
+        return shown(value, as_json=True) if value else "an empty string"
     if isinstance(value, list | tuple):
         return "an empty list" if not value else f"a list of {len(value)} item" + ("" if len(value) == 1 else "s")
     if isinstance(value, Mapping):

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from keymem import __version__
-from keymem.errors import InvalidInput, KeymemError, StoreError
+from keymem.errors import InvalidInput, KeymemError, StoreError, shown
 from keymem.server.protocol import PROTOCOL_VERSION, TOOLS, WRITES
 from keymem.settings import Settings, daemon_view
 
@@ -135,7 +135,7 @@ class GraphHost:
             return graph.sweep()
         if ":" in method:
             return _extension(method)(graph, params)
-        raise InvalidInput(f"unknown method {method!r}")
+        raise InvalidInput(f"unknown method {shown(method)}")
 
     def info(self) -> dict[str, Any]:
         """What ``ping`` reports: identity, state and the configuration that matters to clients."""
@@ -186,11 +186,11 @@ def _precount(settings: Settings) -> dict[str, int] | None:
 def _extension(method: str) -> Callable[[MemoryGraph, dict[str, Any]], Any]:
     module_name, _, attr = method.partition(":")
     if not module_name.startswith("keymem.") or not attr.isidentifier():
-        raise InvalidInput(f"unknown method {method!r}")
+        raise InvalidInput(f"unknown method {shown(method)}")
     try:
         fn = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError):
-        raise InvalidInput(f"unknown method {method!r}") from None
+        raise InvalidInput(f"unknown method {shown(method)}") from None
     if not getattr(fn, "__keymem_daemon_method__", False):
-        raise InvalidInput(f"{method!r} is not a daemon method")
+        raise InvalidInput(f"{shown(method)} is not a daemon method")
     return fn  # type: ignore[no-any-return]

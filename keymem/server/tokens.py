@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from keymem.errors import InvalidInput
+from keymem.errors import InvalidInput, shown
 from keymem.paths import ensure_private_dir
 from keymem.server.protocol import write_private
 
@@ -109,17 +109,17 @@ class TokenFile:
     def create(self, name: str, namespaces: list[str], read_only: bool) -> tuple[Token, str]:
         """A new token and its secret (shown once); refuses a name in use."""
         if not _NAME.match(name):
-            raise InvalidInput(f"token name {name!r} is invalid: use 1-64 letters, digits or . _ - (not first)")
+            raise InvalidInput(f"token name {shown(name)} is invalid: use 1-64 letters, digits or . _ - (not first)")
         for ns in namespaces:
             if not _NAMESPACE.match(ns):
-                raise InvalidInput(f"namespace {ns!r} is invalid: use 1-128 letters, digits or the characters . : @ / + - _")
+                raise InvalidInput(f"namespace {shown(ns)} is invalid: use 1-128 letters, digits or the characters . : @ / + - _")
         ordered = tuple(dict.fromkeys(namespaces))
         secret = PREFIX + secrets.token_urlsafe(32)
         token = Token(name=name, sha256=digest(secret), namespaces=ordered, read_only=read_only,
                       created=round(time.time(), 3))
         with self._locked() as entries:
             if any(e.name == name for e in entries):
-                raise InvalidInput(f"a token named {name!r} exists; revoke it first or choose another name")
+                raise InvalidInput(f"a token named {shown(name)} exists; revoke it first or choose another name")
             entries.append(token)
         return token, secret
 
@@ -128,7 +128,7 @@ class TokenFile:
             found = next((e for e in entries if e.name == name), None)
             if found is None:
                 known = ", ".join(e.name for e in entries) or "none"
-                raise InvalidInput(f"no token named {name!r} (tokens: {known})")
+                raise InvalidInput(f"no token named {shown(name)} (tokens: {known})")
             entries.remove(found)
         return found
 

@@ -23,7 +23,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from keymem import __version__
-from keymem.errors import KeymemError
+from keymem.errors import KeymemError, shown
 from keymem.memory.views import (
     BatchResult,
     BrowseResult,
@@ -114,7 +114,7 @@ class KeymemServer(MCPServer):
 
             close = difflib.get_close_matches(name, self.tool_names, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise ToolError(f"{name}: unknown tool{hint}; the tools are {', '.join(self.tool_names)}")
+            raise ToolError(f"{shown(name, quoted=False)}: unknown tool{hint}; the tools are {', '.join(self.tool_names)}")
         return await super().call_tool(name, arguments, context)
 
 

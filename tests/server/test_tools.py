@@ -208,6 +208,14 @@ BAD_CALLS = [
      "remember_batch: argument 'items[1].content' must be a string of 1 to 100000 characters (got an empty "
      "string); missing required argument 'items[1].keys' (a list of 1 to 32 items, each a string of 1 to 200 "
      "characters)"),
+    # a huge value or name is cut to 80 characters, with its length
+    ("recall", {"query": "q" * 5000},
+     f"recall: argument 'query' must be a string of 1 to 4000 characters (got \"{'q' * 80}…\" (5000 characters))"),
+    ("recall", {"query": "x", "z" * 100_000: 1},
+     f"recall: unknown argument '{'z' * 80}…' (100000 characters); the arguments are query, top_k, namespace, "
+     "context, explain, budget"),
+    ("remember", {"content": "x", "keys": ["k" * 300]},
+     f"remember: argument 'keys[0]' must be a string of 1 to 200 characters (got \"{'k' * 80}…\" (300 characters))"),
     ("remember_batch", {"items": [{"content": "a b", "keys": ["a"], "ttl": 5}]},
      "remember_batch: 'items[0]' has an unknown field 'ttl'; its fields are content, keys, key_types, namespace, "
      "ttl_seconds, decay_profile, related_to"),
