@@ -102,6 +102,13 @@ VARS: dict[str, Var] = {
     "hook_installed": Var("KEYMEM_HOOK_INSTALLED", "bool", "A prompt hook pushes memories (changes the prompt wording)"),
     "hook_timeout_ms": Var("KEYMEM_HOOK_TIMEOUT_MS", "int", "How long the prompt hook waits for the daemon", minimum=100),
     "hook_scope_cwd": Var("KEYMEM_HOOK_SCOPE_CWD", "bool", "Hook recalls in a namespace named after the working directory"),
+    "hook_url": Var(
+        "KEYMEM_HOOK_URL", "opt_str",
+        "A remote `keymem serve --http`'s MCP URL (https://HOST:8765/mcp): the prompt hook asks it, not the local daemon",
+    ),
+    "hook_token_file": Var(
+        "KEYMEM_HOOK_TOKEN_FILE", "opt_path", "File holding the bearer token for KEYMEM_HOOK_URL (owner-only, mode 0600)"
+    ),
     "auto_migrate": Var("KEYMEM_AUTO_MIGRATE", "bool", "Re-embed keys when the embedding model changes"),
     "force_reembed": Var("KEYMEM_FORCE_REEMBED", "bool", "Re-embed every key once on start"),
     "buffer_pool_mb": Var("KEYMEM_BUFFER_POOL_MB", "int", "LadybugDB buffer pool size (MiB)", minimum=64),
@@ -167,6 +174,8 @@ class Settings:
     hook_installed: bool = False
     hook_timeout_ms: int = 9000
     hook_scope_cwd: bool = False
+    hook_url: str | None = None
+    hook_token_file: Path | None = None
     auto_migrate: bool = True
     force_reembed: bool = False
     buffer_pool_mb: int = 256

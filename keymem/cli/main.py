@@ -83,11 +83,14 @@ def daemon(
 
 
 @app.command()
-def hook() -> None:
+def hook(
+    remote: Annotated[bool, typer.Option("--remote", help="Ask only the server of KEYMEM_HOOK_URL, never the local "
+                                                          "daemon (the keymem-remote plugin)")] = False,
+) -> None:
     """UserPromptSubmit hook for Claude Code / Codex: hook JSON on stdin -> additional context on stdout."""
     from keymem.server.hook import main as hook_main
 
-    raise typer.Exit(hook_main())
+    raise typer.Exit(hook_main(remote=remote))
 
 
 def register(target: str, name: str | None = None) -> None:
@@ -125,10 +128,10 @@ def run() -> None:
     argv = sys.argv[1:]
     if not argv:
         sys.exit(_serve())
-    if argv == ["hook"]:
+    if argv in (["hook"], ["hook", "--remote"]):
         from keymem.server.hook import main as hook_main
 
-        sys.exit(hook_main())
+        sys.exit(hook_main(remote=argv == ["hook", "--remote"]))
     app()
 
 

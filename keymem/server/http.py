@@ -1,4 +1,5 @@
-"""``keymem serve --http``: the ten tools and the prompt over MCP streamable HTTP, at ``/mcp``.
+"""``keymem serve --http``: the ten tools and the prompt over MCP streamable HTTP, at ``/mcp``, and the
+prompt hook's context for remote team members at ``/mcp/hook`` (keymem/server/hook_route.py).
 
 The HTTP server is a front of the shared daemon, as each stdio server is: it builds the same
 MCP server (:func:`keymem.server.tools.build_server`) and bridges every call to the daemon,
@@ -35,6 +36,7 @@ from keymem.settings import Settings
 log = logging.getLogger("keymem.http")
 
 PATH = "/mcp"
+HOOK_PATH = PATH + "/hook"  # POST: the prompt hook's context (keymem/server/hook_route.py)
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
@@ -211,6 +213,7 @@ def build_app(settings: Settings, options: HttpOptions, backend: Any) -> Any:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.responses import PlainTextResponse
 
+    from keymem.server.hook_route import serve_hook
     from keymem.server.scope import bind_token
     from keymem.server.tools import build_server
 
@@ -223,6 +226,10 @@ def build_app(settings: Settings, options: HttpOptions, backend: Any) -> Any:
     @server.custom_route("/health", methods=["GET"])  # no token: for load balancers and container health checks
     async def health(_request: Any) -> Any:  # says nothing else
         return PlainTextResponse("ok\n")
+
+    @server.custom_route(HOOK_PATH, methods=["POST"])  # the prompt hook of a remote team member (hook_route.py)
+    async def hook(request: Any) -> Any:  # the bearer-auth middleware has run: the route checks the token itself
+        return await serve_hook(request, backend, settings.http_max_body_bytes)
 
     app = server.streamable_http_app(
         streamable_http_path=PATH,

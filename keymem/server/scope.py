@@ -17,10 +17,11 @@ A refused call raises :class:`~keymem.errors.Forbidden` before anything is sent:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from keymem.errors import Forbidden, NotFound
@@ -40,6 +41,16 @@ _token: contextvars.ContextVar[Token | None] = contextvars.ContextVar("keymem_to
 def current_token() -> Token | None:
     """The token of the MCP message being handled (:func:`bind_token`), or None."""
     return _token.get()
+
+
+@contextlib.contextmanager
+def token_bound(token: Token) -> Iterator[None]:
+    """``token`` is the caller's while the block runs (a route outside MCP: the hook's, hook_route.py)."""
+    bound = _token.set(token)
+    try:
+        yield
+    finally:
+        _token.reset(bound)
 
 
 async def bind_token(ctx: Any, call_next: Any) -> Any:
