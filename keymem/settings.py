@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from keymem.errors import shown as echoed
+
 ENV_PREFIX = "KEYMEM_"
 CONFIG_VAR = "KEYMEM_CONFIG"  # the config file's path (read from the environment only)
 CONFIG_NAME = "config.toml"
@@ -248,7 +250,7 @@ _FALSE = {"0", "false", "no", "off"}
 def _parse(name: str, var: Var, raw: str, shown: str | None = None) -> Any:
     """``raw`` (the environment's text) -> the value; errors name ``shown`` (default ``VAR='raw'``)."""
     text = raw.strip()
-    label = shown or f"{var.env}={raw!r}"
+    label = shown or f"{var.env}={echoed(raw)}"
     kind = var.kind
     if kind in ("opt_str", "opt_path", "opt_float", "opt_bool", "opt_choice") and text == "":
         return None
@@ -340,7 +342,7 @@ def config_values(table: Mapping[str, Any], path: Path) -> dict[str, tuple[str, 
                 raise SettingsError(f"{path}: {key} cannot be set in the config file (it names the file)", path)
             close = [key.upper()] if key.upper() in _BY_ENV else difflib.get_close_matches(key, list(_BY_ENV), n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
-            raise SettingsError(f"{path}: unknown setting {key!r}{hint}; the keys are the environment variables "
+            raise SettingsError(f"{path}: unknown setting {echoed(key)}{hint}; the keys are the environment variables "
                                 "of the README's configuration table", path)
         var = VARS[_BY_ENV[key]]
         if isinstance(value, bool):
@@ -386,7 +388,7 @@ def format_config(values: Mapping[str, Any], *, header: str = "") -> str:
     """
     unknown = [k for k in values if k not in _BY_ENV]
     if unknown:
-        raise SettingsError(f"unknown setting {unknown[0]!r}")
+        raise SettingsError(f"unknown setting {echoed(unknown[0])}")
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
     for var in VARS.values():
         if var.env not in values or values[var.env] is None:

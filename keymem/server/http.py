@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from keymem.errors import KeymemError
+from keymem.errors import KeymemError, shown
 from keymem.server.tokens import Token, TokenFile
 from keymem.settings import Settings
 
@@ -84,14 +84,14 @@ def parse_listen(value: str) -> tuple[str, int]:
     if text.startswith("["):
         end = text.find("]")
         if end < 0 or text[end + 1:end + 2] != ":":
-            raise ListenError(f"listen address {value!r}: write an IPv6 host as [::1]:8765")
+            raise ListenError(f"listen address {shown(value)}: write an IPv6 host as [::1]:8765")
         host, port_text = text[1:end], text[end + 2:]
     elif ":" in text:
         host, _, port_text = text.rpartition(":")
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise ListenError(f"listen address {value!r}: the port must be a number from 1 to 65535")
+        raise ListenError(f"listen address {shown(value)}: the port must be a number from 1 to 65535")
     if not host:
-        raise ListenError(f"listen address {value!r}: the host is empty")
+        raise ListenError(f"listen address {shown(value)}: the host is empty")
     return host, int(port_text)
 
 
@@ -108,7 +108,7 @@ def check_options(options: HttpOptions) -> None:
             "TLS proxy is in front (--behind-tls-proxy); bearer tokens must not cross a network in clear text")
     for origin in options.allow_origins:
         if "://" not in origin or origin.endswith("/"):
-            raise ListenError(f"--allow-origin {origin!r}: give scheme://host[:port], as a browser sends it")
+            raise ListenError(f"--allow-origin {shown(origin)}: give scheme://host[:port], as a browser sends it")
 
 
 # -- authentication ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from keymem.errors import Forbidden, NotFound
+from keymem.errors import Forbidden, NotFound, shown
 from keymem.server.backends import Backend
 from keymem.server.protocol import WRITES
 from keymem.server.tokens import Token
@@ -133,7 +133,7 @@ class ScopedBackend:
         given = params.get("namespace")
         if given is not None:
             if not isinstance(given, str) or not token.allows(given):
-                raise Forbidden(f"token '{token.name}' may not use namespace {given!r} "
+                raise Forbidden(f"token '{token.name}' may not use namespace {shown(given)} "
                                 f"(its namespaces: {', '.join(token.namespaces)})")
             return [given]
         if not token.namespaces:
