@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,15 @@ def project_version() -> str:
 
 def plugin_dirs() -> list[Path]:
     return [ROOT / entry["source"] for entry in load(MARKETPLACE)["plugins"]]
+
+
+def server_plugin_dirs() -> list[Path]:
+    """The plugins that bring a local MCP server (keymem-remote does not: the team's server is the MCP server)."""
+    return [p for p in plugin_dirs() if (p / ".mcp.json").exists()]
+
+
+# The hook command's last step per plugin: the launcher of the local plugin, `keymem hook --remote` of the remote one.
+HOOK_EXEC = {"keymem": 'exec "$r/bin/keymem-run" hook', "keymem-remote": 'exec "$r/bin/keymem-hook"'}
 
 
 def test_every_json_manifest_parses() -> None:
@@ -52,14 +63,35 @@ def test_marketplace_entries_point_at_plugins() -> None:
 @pytest.mark.parametrize("plugin", plugin_dirs(), ids=lambda p: p.name)
 def test_codex_manifest_paths_exist(plugin: Path) -> None:
     m = load(plugin / ".codex-plugin" / "plugin.json")
-    for field in ("skills", "mcpServers", "hooks"):
+    assert ("mcpServers" in m) == (plugin / ".mcp.json").exists()
+    for field in ("skills", "hooks", *(["mcpServers"] if "mcpServers" in m else [])):
         value = m[field]
         assert value.startswith("./"), field
         assert (plugin / value).exists(), f"{field}: {value}"
     assert m["interface"]["displayName"]
 
 
-@pytest.mark.parametrize("plugin", plugin_dirs(), ids=lambda p: p.name)
+def test_the_marketplace_has_a_local_and_a_remote_plugin() -> None:
+    names = {load(p / ".claude-plugin" / "plugin.json")["name"]: p for p in plugin_dirs()}
+    assert set(names) == set(HOOK_EXEC)
+    assert server_plugin_dirs() == [names["keymem"]]
+    remote = names["keymem-remote"]
+    assert remote == ROOT / "plugin" / "remote", "inside plugin/: the sdist and every checkout copy carry it"
+    launcher = remote / "bin" / "keymem-hook"
+    text = launcher.read_text()
+    assert text.startswith("#!/bin/sh\n") and launcher.stat().st_mode & 0o111
+    assert subprocess.run(["sh", "-n", str(launcher)]).returncode == 0
+    # it asks the remote server only (never a local daemon), says nothing and never fails
+    assert '"$keymem" hook --remote 2>/dev/null\nexit 0\n' in text
+    if shutil.which("shellcheck"):
+        checked = subprocess.run(["shellcheck", str(launcher)], capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stdout
+    # one skill text for both
+    assert (remote / "skills" / "keymem" / "SKILL.md").read_bytes() == (
+        ROOT / "plugin" / "skills" / "keymem" / "SKILL.md").read_bytes()
+
+
+@pytest.mark.parametrize("plugin", server_plugin_dirs(), ids=lambda p: p.name)
 def test_mcp_server_config(plugin: Path) -> None:
     servers = load(plugin / ".mcp.json")["mcpServers"]
     keymem = servers["keymem"]
@@ -78,7 +110,8 @@ def test_hook_config(plugin: Path) -> None:
     assert list(hooks) == ["UserPromptSubmit"]
     (group,) = hooks["UserPromptSubmit"]
     (hook,) = group["hooks"]
-    assert hook["type"] == "command" and hook["command"].endswith('exec "$r/bin/keymem-run" hook')
+    name = load(plugin / ".claude-plugin" / "plugin.json")["name"]
+    assert hook["type"] == "command" and hook["command"].endswith(HOOK_EXEC[name])
     assert hook["command"].startswith('r="${CLAUDE_PLUGIN_ROOT}";')
     assert hook["timeout"] * 1000 > 9000, "the hook's own budget (KEYMEM_HOOK_TIMEOUT_MS=9000) must fit"
 
