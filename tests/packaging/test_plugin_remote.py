@@ -1,11 +1,12 @@
 """The keymem-remote plugin, installed by the real Claude Code and Codex CLIs, for a team member.
 
 The memory is on a real ``keymem serve --http`` (its daemon, MiniLM); the member's machine is a
-private HOME holding only ``~/.keymem/config.toml`` (``KEYMEM_HOOK_URL``, ``KEYMEM_HOOK_TOKEN_FILE``)
-and the 0600 token file, as docs/mcp.md ("The prompt hook for team members") says. The marketplace
-is added from a copy of this checkout, the plugin installed by the CLI, the server added with the
-CLI's own ``mcp add`` (Claude Code), and the installed plugin's hook command is run as the CLI runs
-it: ``sh -c`` with the hook JSON on stdin. The ``keymem`` it runs is the one on PATH (this checkout's,
+private HOME whose ``~/.keymem`` holds only the 0600 token file and ``config.toml``
+(``KEYMEM_HOOK_URL``, ``KEYMEM_HOOK_TOKEN_FILE``). The commands of docs/mcp.md ("The prompt hook for
+team members") are run literally by ``sh`` (the server's URL and the checkout's path put in): they
+write those files, add the marketplace (a copy of this checkout), install the plugin and add the
+server with ``claude mcp add``. The installed plugin's hook command is then run as the CLI runs it:
+``sh -c`` with the hook JSON on stdin. The ``keymem`` it runs is the one on PATH (this checkout's,
 installed in the test venv), as for a member who installed keymem with pip or pipx.
 """
 
@@ -24,7 +25,7 @@ import pytest
 from keymem.server.client import DaemonClient
 from tests.e2e.http_support import http_server, make_token
 from tests.e2e.support import Keymem
-from tests.packaging.support import copy_checkout, tool_path
+from tests.packaging.support import ROOT, copy_checkout, tool_path
 
 QUIET_CLI = {"DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
              "DISABLE_ERROR_REPORTING": "1", "GIT_TERMINAL_PROMPT": "0"}
@@ -50,21 +51,38 @@ def team_server(km: Keymem) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture
-def member(tmp_path: Path, team_server: dict[str, Any]) -> dict[str, str]:
-    """The member's environment: a private HOME whose ~/.keymem holds the config file and the token file only."""
+def member(tmp_path: Path) -> dict[str, str]:
+    """The member's environment: a private HOME (its ~/.keymem made by the commands of docs/mcp.md)."""
     home = tmp_path / "home"
-    keymem_dir = home / ".keymem"
-    keymem_dir.mkdir(parents=True, mode=0o700)
-    token_file = keymem_dir / "server-token"
-    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.write(fd, (team_server["token"] + "\n").encode())
-    os.close(fd)
-    (keymem_dir / "config.toml").write_text(f'KEYMEM_HOOK_URL = "{team_server["url"]}"\n'
-                                            'KEYMEM_HOOK_TOKEN_FILE = "~/.keymem/server-token"\n')
+    home.mkdir()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("KEYMEM_", "EMBEDDING_", "LOCAL_EMBEDDING", "CLAUDE", "CODEX_"))}
     env.update(QUIET_CLI, HOME=str(home), PATH=tool_path())
     return env
+
+
+def documented_commands(url: str, checkout: Path) -> list[str]:
+    """The bash block of docs/mcp.md, "The prompt hook for team members", for this server and checkout."""
+    section = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8").split("### The prompt hook for team members", 1)[1]
+    match = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert match, "docs/mcp.md lost the member's commands"
+    block = match.group(1).replace("https://HOST:8765/mcp", url).replace("/path/to/clone", str(checkout))
+    return block.splitlines(keepends=True)
+
+
+def run_documented(lines: list[str], env: dict[str, str], token: str, cwd: Path) -> str:
+    """Commands of the documentation, run literally by sh (``$TOKEN`` as the member has it)."""
+    p = subprocess.run(["sh", "-ec", "".join(lines)], capture_output=True, text=True, env={**env, "TOKEN": token},
+                       cwd=cwd, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout + p.stderr
+
+
+def config_part(lines: list[str]) -> list[str]:
+    """The documented lines that write the token file and the config file (up to the heredoc's end)."""
+    end = lines.index("EOF\n")
+    assert "claude" not in "".join(lines[:end + 1])
+    return lines[:end + 1]
 
 
 def cli(*cmd: str, env: dict[str, str], cwd: Path, timeout: float = 120) -> str:
@@ -100,22 +118,20 @@ def assert_team_context(ran: subprocess.CompletedProcess[str], memory_id: str, h
 
 def test_claude_code_installs_the_remote_plugin_and_its_hook_asks_the_server(
         tmp_path: Path, member: dict[str, str], team_server: dict[str, Any]) -> None:
+    """docs/mcp.md's commands for a team member, run literally (token file, config file, plugin, server)."""
     needs("claude", "@anthropic-ai/claude-code", member)
     checkout = copy_checkout(tmp_path / "keymem")
     work = tmp_path / "project"
     work.mkdir()
-    cli("claude", "plugin", "marketplace", "add", str(checkout), env=member, cwd=work)
-    out = cli("claude", "plugin", "install", "keymem-remote@keymem", env=member, cwd=work)
+    out = run_documented(documented_commands(team_server["url"], checkout), member, team_server["token"], work)
     assert "Successfully installed plugin: keymem-remote@keymem" in out
-    # the tools: the team's server itself, as docs/mcp.md adds it
-    cli("claude", "mcp", "add", "--transport", "http", "keymem-remote", team_server["url"], "--header",
-        f"Authorization: Bearer {team_server['token']}", env=member, cwd=work)
+    home = Path(member["HOME"])
+    assert (home / ".keymem" / "server-token").stat().st_mode & 0o777 == 0o600
     listed = cli("claude", "mcp", "list", env=member, cwd=work, timeout=180)
     (line,) = [x for x in listed.splitlines() if x.startswith("keymem-remote:")]
     assert "Connected" in line and "Failed" not in line, listed
     assert not [x for x in listed.splitlines() if x.startswith("plugin:keymem")], "the remote plugin brings no server"
 
-    home = Path(member["HOME"])
     installed = json.loads((home / ".claude" / "plugins" / "installed_plugins.json").read_text())
     (entry,) = installed["plugins"]["keymem-remote@keymem"]
     root = Path(entry["installPath"])
@@ -128,6 +144,7 @@ def test_codex_installs_the_remote_plugin_and_its_hook_asks_the_server(
     checkout = copy_checkout(tmp_path / "keymem")
     work = tmp_path / "project"
     work.mkdir()
+    run_documented(config_part(documented_commands(team_server["url"], checkout)), member, team_server["token"], work)
     cli("codex", "plugin", "marketplace", "add", str(checkout), env=member, cwd=work)
     out = cli("codex", "plugin", "add", "keymem-remote@keymem", env=member, cwd=work)
     match = re.search(r"Installed plugin root: (\S+)", out)
@@ -138,10 +155,8 @@ def test_codex_installs_the_remote_plugin_and_its_hook_asks_the_server(
 
 
 def test_the_remote_plugin_hook_adds_nothing_without_a_server_in_the_config(
-        tmp_path: Path, member: dict[str, str], km: Keymem) -> None:
+        tmp_path: Path, member: dict[str, str], team_server: dict[str, Any], km: Keymem) -> None:
     """No KEYMEM_HOOK_URL: the plugin's hook never falls back to a local daemon, even one that runs here."""
-    from tests.packaging.support import ROOT
-
     env = {**member, "KEYMEM_DATA_DIR": str(km.data_dir)}  # the server's data dir (no hook settings): its daemon runs
     assert km.daemon_pid() is not None
     ran = run_installed_hook(ROOT / "plugin" / "remote", env, tmp_path)
