@@ -203,9 +203,12 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
     if memory is not None and found.memories[0].hops == 0:
         memory.score, memory.score_kind = found.memories[0].score, found.score_kind
     note = None
-    if found.weak:
+    if found.weak and views:
         note = ("No stored memory matches this query with confidence: no key is named and the keys below "
                 "match only loosely. read_key one if it looks right, or try other words.")
+    elif found.weak:  # the note must not point at keys that are not shown
+        note = ("No stored memory matches this query with confidence, and no key comes close to it. Try other "
+                "words, or browse_keys for the key vocabulary.")
     result = RecallResult(keys=views, memory=memory, memories=memories, confident=found.confident, note=note)
     if explain:
         result.namespaces = {ns: len(views)}

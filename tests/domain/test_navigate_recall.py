@@ -63,6 +63,16 @@ def test_recall_concept_routing_by_cosine(graph: MemoryGraph, fruit: dict[str, s
     assert named.confident and named.memory is not None and named.memory.memory_id == fruit["code"]
 
 
+def test_weak_recall_note_matches_the_keys_shown(graph: MemoryGraph, fruit: dict[str, str]) -> None:
+    """The weak-answer note points at keys only when keys are shown; with none, it says so."""
+    loose = graph.recall(query="coding")
+    assert loose.keys and loose.note is not None and "the keys below match only loosely" in loose.note
+    none = graph.recall(query="What is 17 times 23?")
+    assert none.keys == [] and not none.confident and none.note is not None
+    assert "below" not in none.note and "read_key" not in none.note
+    assert "no key comes close" in none.note and "browse_keys" in none.note
+
+
 def test_recall_context_picks_memory_inside_key(graph: MemoryGraph, fruit: dict[str, str]) -> None:
     r = graph.recall(query="fruit", context="which fruit does the user like? strawberries")
     assert r.memory is not None and r.memory.memory_id == fruit["straw"]
