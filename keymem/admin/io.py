@@ -337,7 +337,8 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
     """Write a validated plan in one transaction; records already present are left alone."""
     store = graph.store
     report = {"keys_created": 0, "keys_merged": 0, "aliases_created": 0, "memories_created": 0,
-              "memories_existing": 0, "links": 0, "related": 0}
+              "memories_existing": 0, "links_created": 0, "links_existing": 0, "related_created": 0,
+              "related_existing": 0}
     key_map: dict[str, str] = {}
     mem_map: dict[str, str] = {}
     existing_keys = {r["id"] for r in store.query("io/key_ids", ids=[k["id"] for k in plan.keys])}
@@ -422,16 +423,18 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
             tick()
         key_texts: dict[str, list[str]] = {}
         key_text = {k["id"]: k["text"] for k in plan.keys}
+        linked = _pairs(tx, "io/link_pairs", "key_id", "memory_id", {mem_map[x["memory_id"]] for x in plan.links})
         for link in plan.links:
             kid, mid = key_map[link["key_id"]], mem_map[link["memory_id"]]
             tx.run("io/link_merge", key_id=kid, memory_id=mid, weight=link["weight"], created_at=link["created_at"])
             key_texts.setdefault(link["memory_id"], []).append(key_text[link["key_id"]])
-            report["links"] += 1
+            _count(report, "links", (kid, mid), linked)
             tick()
+        related = _pairs(tx, "io/related_pairs", "src", "dst", {mem_map[x["src"]] for x in plan.related})
         for rel in plan.related:
-            tx.run("io/related_merge", src=mem_map[rel["src"]], dst=mem_map[rel["dst"]], weight=rel["weight"],
-                   created_at=rel["created_at"])
-            report["related"] += 1
+            src, dst = mem_map[rel["src"]], mem_map[rel["dst"]]
+            tx.run("io/related_merge", src=src, dst=dst, weight=rel["weight"], created_at=rel["created_at"])
+            _count(report, "related", (src, dst), related)
             tick()
         for m in plan.memories:
             if m["supersedes"] is not None and mem_map[m["id"]] == m["id"] and mem_map[m["supersedes"]] == m["supersedes"]:
@@ -442,6 +445,17 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
         tx.after_commit(graph.mirror.load)
     graph.vectors.maybe_switch()
     return report
+
+
+def _pairs(tx: Any, statement: str, a: str, b: str, ids: set[str]) -> set[tuple[str, str]]:
+    """The edges (a, b) the store already holds from or to ``ids``, read before the import merges its own."""
+    return {(r[a], r[b]) for r in tx.run(statement, ids=sorted(ids))} if ids else set()
+
+
+def _count(report: dict[str, int], kind: str, pair: tuple[str, str], present: set[tuple[str, str]]) -> None:
+    """An edge the import merged: created if it was not there, else existing (its weight kept)."""
+    report[f"{kind}_existing" if pair in present else f"{kind}_created"] += 1
+    present.add(pair)
 
 
 def import_lines(graph: MemoryGraph, lines: Iterable[str], progress: Progress | None = None) -> dict[str, int]:

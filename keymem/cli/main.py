@@ -37,7 +37,29 @@ def _flags_show_no_type() -> None:
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
+def _arguments_read_as_names() -> None:
+    """Usage lines name arguments as docs/cli.md does (``FILE``, ``[NAME]``), not Typer's ``{file}``."""
+    from typer.core import TyperArgument
+
+    shown = getattr(TyperArgument, "_usage_display_name", None)
+    if shown is None or getattr(shown, "keymem_names", False):
+        return
+
+    def usage_name(self: Any) -> str:
+        name = (self.metavar or self.name or "").upper()
+        name = name if self.required else f"[{name}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    def error_hint(self: Any) -> str:  # "missing argument 'FILE'", as the usage line names it
+        return f"'{(self.metavar or self.name or '').upper()}'"
+
+    usage_name.keymem_names = True  # type: ignore[attr-defined]
+    TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]
+    TyperArgument.get_error_hint = error_hint  # type: ignore[method-assign]
+
+
 _flags_show_no_type()
+_arguments_read_as_names()
 
 app = typer.Typer(
     name="keymem",
@@ -117,10 +139,50 @@ register("keymem.cli.remote_cmds:serve")
 app.add_typer(importlib.import_module("keymem.cli.remote_cmds").token_app, name="token")
 
 
+TTY_NOTICE = (
+    "keymem: this is keymem's MCP server on stdio, waiting for an MCP client (an agent started from its MCP "
+    "configuration) to speak JSON-RPC on stdin. Ctrl-D or Ctrl-C ends it.\n"
+    "keymem: for people: `keymem --help` lists the commands (`keymem recall QUERY`, `keymem remember TEXT --key KEY`, "
+    "`keymem doctor`, `keymem cypher`)."
+)
+
+
 def _serve() -> int:
+    """The stdio server; in a terminal, first say on stderr what it is (stdout carries only protocol)."""
+    if sys.stdin.isatty():
+        print(TTY_NOTICE, file=sys.stderr, flush=True)
     from keymem.server.stdio import serve
 
     return serve()
+
+
+def one_line(error: Any) -> str:
+    """A usage error (a Click exception) as one line on stderr, naming the command and where to read more."""
+    import re
+
+    from keymem.errors import ECHO_CHARS, shown
+
+    text = error.format_message() if hasattr(error, "format_message") else str(error)
+    message = " ".join(text.split()).rstrip(".")
+    message = re.sub(rf"'([^']{{{ECHO_CHARS + 1},}})'", lambda m: shown(m.group(1)), message)  # a huge value, cut
+    ctx = getattr(error, "ctx", None)
+    path = ctx.command_path if ctx is not None else "keymem"
+    message = message[:1].lower() + message[1:] if message[1:2].islower() else message
+    return f"{path}: {message} (see `{path} --help`)"
+
+
+def main(argv: list[str]) -> int:
+    """Run the Typer app on ``argv``: usage errors as one line on stderr with exit 2, not Rich panels."""
+    try:
+        code = app(argv, prog_name="keymem", standalone_mode=False)
+    except typer.TyperException as exc:  # Typer's own Click: usage errors, bad values, missing files
+        if type(exc).__name__ != "NoArgsIsHelpError":  # that one's help is printed already
+            print(one_line(exc), file=sys.stderr)
+        return int(getattr(exc, "exit_code", 2))
+    except typer.Abort:
+        print("keymem: aborted", file=sys.stderr)
+        return 1
+    return code if isinstance(code, int) else 0
 
 
 def run() -> None:
@@ -132,7 +194,7 @@ def run() -> None:
         from keymem.server.hook import main as hook_main
 
         sys.exit(hook_main(remote=argv == ["hook", "--remote"]))
-    app()
+    sys.exit(main(argv))
 
 
 if __name__ == "__main__":  # python -m keymem.cli.main (tests, no console script needed)

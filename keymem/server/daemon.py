@@ -299,16 +299,20 @@ class Daemon:
                 payload["message"] = f"internal error in {method}: {type(exc).__name__}: {exc} (see {self.settings.log_path})"
             return {"id": rid, "ok": False, "error": payload}, False
 
+    def _others(self) -> int:
+        """Connected clients other than the one asking (``keymem daemon --status`` is no client of note)."""
+        return max(0, self.clients - 1)
+
     def _dispatch(self, method: str, params: Any, source: Any, request_id: Any = None) -> Any:
         if method == "ping":
-            return {**self.host.info(), "clients": self.clients}
+            return {**self.host.info(), "clients": self._others()}
         if method == "shutdown":
             log.info("shutdown requested")
             self.stop.set()
             return {"stopping": True, "pid": os.getpid()}
         if method == "stats":
             counts = self._pool.submit(self.host.counts).result() if self.host.graph else self.host.counts()
-            return {**self.host.info(), "clients": self.clients, "counts": counts, "memory_kb": rss_kb()}
+            return {**self.host.info(), "clients": self._others(), "counts": counts, "memory_kb": rss_kb()}
         if method == "counts" and self.host.graph is None:
             return self.host.counts()
         if method != "counts":

@@ -95,6 +95,8 @@ def test_export_import_round_trip_through_the_cli(store_env: dict[str, Any], tmp
     assert "memories created 7" in out.stdout
     again = run_cli(["import", str(first)], other)
     assert "memories created 0" in again.stdout and "keys created 0" in again.stdout
+    assert "links created 0" in again.stdout and "related created 0" in again.stdout, again.stdout
+    assert re.search(r"links existing [1-9]", again.stdout) and "related existing 1" in again.stdout
     second = tmp_path / "b.jsonl"
     assert run_cli(["export", str(second)], other).returncode == 0
     assert second.read_text() == first.read_text()

@@ -50,8 +50,13 @@ def test_round_trip_and_idempotent(graph: MemoryGraph, populated: dict[str, str]
         assert report["memories_created"] == len([x for x in first if '"type": "memory"' in x])
         assert check_invariants(other) == []
         assert io.export_lines(other.store, None, other.now()) == first
+        assert report["links_created"] == sum('"type": "link"' in x for x in first) and report["links_existing"] == 0
+        assert report["related_created"] == 1 and report["related_existing"] == 0
         again = io.import_lines(other, first)
         assert again["memories_created"] == 0 and again["keys_created"] == 0
+        # a re-import creates no link: it counts them as existing
+        assert again["links_created"] == 0 and again["links_existing"] == report["links_created"]
+        assert again["related_created"] == 0 and again["related_existing"] == 1
         assert io.export_lines(other.store, None, other.now()) == first
         assert check_invariants(other) == []
         # the imported store works: recall finds the memory through its re-embedded keys

@@ -48,3 +48,69 @@ def test_huge_arguments_are_cut_in_error_lines(store_env: dict[str, Any], tmp_pa
     out = run_cli(["import", str(export)], env)
     assert out.returncode == 1
     assert "(100000 characters)" in _one_short_line(out.stderr)
+
+
+def test_usage_errors_are_one_line_on_stderr_with_exit_2(tmp_path: Path) -> None:
+    env = cli_env_without_store(tmp_path)
+    cases = [
+        (["export"], "keymem export: missing argument 'FILE' (see `keymem export --help`)"),
+        (["token", "create"], "keymem token create: missing argument 'NAME' (see `keymem token create --help`)"),
+        (["stats", "--hubs", "many"], "keymem stats: invalid value for '--hubs': "),
+        (["viz", "--hops", "9"], "keymem viz: invalid value for '--hops': "),
+        (["stats", "--hub", "3"], "keymem stats: no such option: --hub"),
+        (["bogus"], "keymem: no such command 'bogus' (see `keymem --help`)"),
+        (["cypher", "-f", str(tmp_path / "none.cypher")], "keymem cypher: invalid value for '-f' / '--file': "),
+        (["stats", "--bogus", BIG], "keymem stats: no such option: --bogus"),
+    ]
+    for args, start in cases:
+        out = run_cli(args, env)
+        assert out.returncode == 2 and out.stdout == "", (args, out.stdout, out.stderr)
+        line = _one_short_line(out.stderr)
+        assert line.startswith(start), (args, line)
+        assert "╭" not in out.stderr and "Usage:" not in out.stderr
+    # the usage line names arguments as docs/cli.md does
+    assert "Usage: keymem export [OPTIONS] FILE" in run_cli(["export", "--help"], env).stdout
+    assert "Usage: keymem token create [OPTIONS] NAME" in run_cli(["token", "create", "--help"], env).stdout
+    assert not (tmp_path / "data").exists()  # nothing written
+
+
+def cli_env_without_store(tmp_path: Path) -> dict[str, str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KEYMEM_", "OPENAI_"))}
+    return {**env, "HOME": str(tmp_path), "KEYMEM_DATA_DIR": str(tmp_path / "data"), "KEYMEM_DAEMON": "off",
+            "COLUMNS": "80"}
+
+
+def test_bare_keymem_in_a_terminal_says_what_it_is_on_stderr(tmp_path: Path) -> None:
+    """On a terminal, the stdio server explains itself on stderr and still serves; stdout stays protocol."""
+    import os
+    import pty
+    import subprocess
+
+    from tests.cli.conftest import KEYMEM
+
+    env = cli_env_without_store(tmp_path)
+    initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "tty", "version": "1"}}})
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(KEYMEM, stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    try:
+        os.write(master, initialize.encode() + b"\n")
+        assert proc.stdout is not None
+        answer = json.loads(proc.stdout.readline())
+        assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "keymem"
+        os.write(master, b"\x04")  # Ctrl-D: end of input
+        rest, err = proc.communicate(timeout=30)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and rest == b""
+    notice = err.decode()
+    assert notice.startswith("keymem: this is keymem's MCP server on stdio") and "keymem --help" in notice
+    # without a terminal (an MCP client's pipe), nothing is said
+    piped = subprocess.run(KEYMEM, input=initialize + "\n", capture_output=True, text=True, env=env, timeout=60)
+    assert piped.returncode == 0 and json.loads(piped.stdout.splitlines()[0])["id"] == 1
+    assert "MCP server on stdio" not in piped.stderr
