@@ -28,6 +28,28 @@ every variable, its value and where it came from.
 """
 
 GUIDE = """\
+## The memory from the shell
+
+`keymem remember`, `recall`, `read`, `read-key`, `forget` and `keys` call the MCP tools
+`remember`, `recall`, `read_memory`, `read_key`, `forget` and `browse_keys` as an MCP session
+does: through the shared daemon (started when none runs; in the command's own process with
+`KEYMEM_DAEMON=off`), with the tools' argument checks and one-line errors (exit status 2 for a
+refused argument, nothing written; 1 for an id that names nothing or a daemon that cannot
+start), and printing the compact text an agent reads; `--json` prints the structured result.
+
+```console
+$ keymem remember "The user is allergic to strawberries" --key strawberry --key allergy
+stored m_385d48e6a8bb430bbd99 (keys: strawberry k_13ea2eb7bece4c359f02, allergy k_1792cfd56b40437b8dc5)
+$ keymem remember "Ada Lovelace wrote the first program" -k "Ada Lovelace" --key-type "Ada Lovelace=name" -k programming
+$ echo "A long fact from a file" | keymem remember - --key notes --ttl 86400
+$ keymem recall "strawberry allergy"
+$ keymem recall "strawberry allergy" --json
+$ keymem read m_385d48e6a8bb430bbd99
+$ keymem read-key strawberry
+$ keymem keys --hubs --limit 20
+$ keymem forget m_385d48e6a8bb430bbd99
+```
+
 ## Console and graph view
 
 `keymem cypher` opens a Cypher console on the store. Statements end with `;` and may span
@@ -97,7 +119,7 @@ def _param_rows(cmd: Any) -> list[str]:
             continue
         argument = p.param_type_name == "argument"
         if argument:
-            name = f"`{p.name.upper()}`"
+            name = f"`{(p.metavar or p.name).upper()}`"
         else:
             opts = ", ".join(f"`{o}`" for o in p.opts)
             if p.secondary_opts:
@@ -132,7 +154,7 @@ def _usage(path: list[str], cmd: Any) -> str:
     else:
         if any(p.param_type_name == "option" and p.name != "help" for p in cmd.params):
             pieces.append("[OPTIONS]")
-        pieces += [p.name.upper() for p in cmd.params if p.param_type_name == "argument"]
+        pieces += [(p.metavar or p.name).upper() for p in cmd.params if p.param_type_name == "argument"]
     return " ".join(pieces)
 
 

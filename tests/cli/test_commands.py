@@ -16,7 +16,8 @@ from tests.cli.conftest import KEYMEM, cli_env, run_cli
 
 HEAVY = ("ladybug", "numpy", "onnxruntime", "tokenizers", "huggingface_hub", "bm25s", "kiwipiepy", "mcp")
 COMMANDS = [[], ["cypher"], ["stats"], ["doctor"], ["export"], ["import"], ["snapshot"], ["viz"],
-            ["models"], ["models", "download"]]
+            ["models"], ["models", "download"], ["remember"], ["recall"], ["read"], ["read-key"], ["forget"],
+            ["keys"]]
 
 
 def test_help_is_fast_everywhere() -> None:
