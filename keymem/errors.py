@@ -21,6 +21,10 @@ class StoreError(KeymemError):
     """The store cannot be opened or written (lock, corruption, full disk, read-only)."""
 
 
+class PoolFull(StoreError):
+    """A statement could not get buffer-pool memory; nothing the call was part of was written."""
+
+
 class ModelError(KeymemError):
     """An embedding or reranker model cannot be found, downloaded or loaded."""
 

@@ -1,1 +1,2 @@
+// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
 MATCH (k:Key) WHERE k.key_type = 'concept' RETURN k.id AS id, k.namespace AS namespace, k.text AS text

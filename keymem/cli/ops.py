@@ -23,6 +23,7 @@ from uuid import UUID
 from keymem.errors import InvalidInput, NotFound, shown
 from keymem.server.host import daemon_method
 from keymem.store import cypher
+from keymem.store.db import pool_exhausted
 from keymem.store.engine import engine_message
 
 MAX_ROWS = 10_000
@@ -126,19 +127,24 @@ def cypher_run(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
                 raise InvalidInput(engine_message(exc)) from None
         graph.reload_caches()  # the statement bypassed the domain layer: re-read what recall holds
         return out
-    conn = store.connection()  # the read-only transaction must live on this thread's connection
-    store.query("console/begin_read_only")
-    try:
-        out = _result(conn.conn.execute(query, args), started)
-    except RuntimeError as exc:
-        msg = engine_message(exc)
-        if "read-only transaction" in str(exc) or "read-only database" in str(exc):
-            msg = "read-only console: this statement would change the store; --write or :write on allows it"
-        raise InvalidInput(msg) from None
-    finally:
-        with contextlib.suppress(RuntimeError):  # the engine already rolled back a failed statement's transaction
-            store.query("console/rollback")
-    return out
+
+    def read_only(conn: Any) -> dict[str, Any]:
+        """The statement in a read-only transaction of its own, on one connection."""
+        conn.run("console/begin_read_only", {})
+        try:
+            return _result(conn.conn.execute(query, args), started)
+        except RuntimeError as exc:
+            if pool_exhausted(exc):
+                raise  # the store answers it like any call's (Store.adhoc)
+            msg = engine_message(exc)
+            if "read-only transaction" in str(exc) or "read-only database" in str(exc):
+                msg = "read-only console: this statement would change the store; --write or :write on allows it"
+            raise InvalidInput(msg) from None
+        finally:
+            with contextlib.suppress(RuntimeError):  # the engine already rolled back a failed statement's transaction
+                conn.run("console/rollback", {})
+
+    return store.adhoc(read_only)  # a heavy read: one at a time, so it cannot starve the tools of pool
 
 
 def _filled(name: str, table: str) -> str:
@@ -328,7 +334,8 @@ def process_memory(store: Any) -> dict[str, Any]:
     rss = rss_kb()
     used, capacity = store.pool_usage()
     return {"pid": os.getpid(), "rss_kb": rss.get("VmRSS"), "peak_rss_kb": rss.get("VmHWM"),
-            "buffer_pool": {"used_bytes": used, "capacity_bytes": capacity}}
+            "buffer_pool": {"used_bytes": used, "capacity_bytes": capacity,
+                            "refused_statements": store.pool_failures, "reopens": store.reopens}}
 
 
 # -- export / import / check --------------------------------------------------------------------

@@ -724,6 +724,19 @@ class GraphMirror:
                               "key_type": self._k_type[k]}, int(counts[k])))
             return page, total
 
+    def counts(self, now: float) -> dict[str, int]:
+        """Keys, visible memories and links (superseded memories' included) of the whole store,
+        what ``admin/counts`` answers from the engine, without reading it."""
+        self._fresh()
+        with self._lock:
+            n = self._ids.slots()
+            memories = int(np.count_nonzero((self._m_ns[:n] >= 0) & self._visible(np.arange(n), now)))
+            ptr = self._kb[0]
+            links = int(ptr[-1])
+            for k, (slots, _w) in self._k_over.items():
+                links += len(slots) - (int(ptr[k + 1] - ptr[k]) if k + 1 < len(ptr) else 0)
+            return {"keys": len(self._kid), "memories": memories, "links": links}
+
     def _visible_counts(self, now: float) -> np.ndarray:
         """Visible memories per key slot (caller holds the lock)."""
         vis = self._visible(np.arange(len(self._m_ns)), now)

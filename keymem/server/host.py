@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from keymem import __version__
-from keymem.errors import InvalidInput, KeymemError, StoreError, shown
+from keymem.errors import InvalidInput, KeymemError, PoolFull, StoreError, shown
 from keymem.server.protocol import PROTOCOL_VERSION, TOOLS, WRITES
 from keymem.settings import Settings, daemon_view
 
@@ -114,6 +114,18 @@ class GraphHost:
         if method == "counts":
             return self.counts()
         graph = self.wait()
+        commits = graph.store.thread_commits()
+        try:
+            return self._once(graph, method, params, source, request_id)
+        except PoolFull:
+            if graph.store.thread_commits() != commits:
+                raise  # part of the call is written: the caller decides (its retry carries the request id)
+            # Nothing was written and the pool was recovered (Store.recover_pool): run it once more.
+            log.warning("%s found the buffer pool full; running it once more", method)
+            return self._once(graph, method, params, source, request_id)
+
+    def _once(self, graph: MemoryGraph, method: str, params: dict[str, Any], source: dict[str, Any] | None,
+              request_id: str | None) -> Any:
         if request_id is not None and method in WRITES:
             return graph.requests.once(request_id, method, params, lambda: self._run(graph, method, params, source))
         return self._run(graph, method, params, source)

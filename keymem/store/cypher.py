@@ -28,6 +28,10 @@ class Statement:
     # False for statements Kuzu cannot bind ahead of their values (a parameter inside a
     # recursive-pattern predicate); the file says so with a "// keymem: no-prepare" line.
     prepare: bool = True
+    # True for statements whose engine memory grows with the store (whole-table reads, exports,
+    # checks): they run one at a time, so a few at once cannot exhaust the buffer pool. The file
+    # says so with a "// keymem: heavy" line.
+    heavy: bool = False
 
 
 _STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
@@ -64,7 +68,8 @@ def load(name: str) -> Statement:
     text = _COMMENT.sub(" ", raw).strip().rstrip(";").strip()
     if ";" in _strip(text):
         raise ValueError(f"{name}.cypher holds several statements; use load_script")
-    return Statement(name, text, param_names(text), prepare="keymem: no-prepare" not in raw)
+    return Statement(name, text, param_names(text), prepare="keymem: no-prepare" not in raw,
+                     heavy="keymem: heavy" in raw)
 
 
 def load_script(name: str, **template: int) -> list[str]:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from keymem.errors import StoreError
+from keymem.errors import PoolFull, StoreError
 from keymem.store import cypher
 from keymem.store.gate import Gate
 
@@ -76,9 +76,16 @@ PINNED_PER_WRITE = 64 * 1024  # pool bytes one small write transaction holds unt
 
 
 def pool_exhausted(exc: BaseException) -> bool:
-    """Kuzu's "Buffer manager exception: Unable to allocate memory! The buffer pool is full"."""
+    """The engine's "Buffer manager exception: Unable to allocate memory! The buffer pool is full"."""
+    if isinstance(exc, PoolFull):
+        return True
     low = str(exc).lower()
     return "buffer manager exception" in low or "buffer pool is full" in low
+
+
+def pool_full_message(pool_mb: int) -> str:
+    return (f"the LadybugDB buffer pool ({pool_mb} MiB) was full, so this call could not run and nothing was "
+            f"written; retry it, and if it keeps happening raise KEYMEM_BUFFER_POOL_MB (now {pool_mb})")
 
 
 def _pool_cap_mb() -> int:
@@ -125,10 +132,11 @@ def explain_open_error(path: Path, exc: Exception) -> str:
 class Connection:
     """A thread's connection with its prepared statements."""
 
-    def __init__(self, db: Any) -> None:
+    def __init__(self, db: Any, generation: int = 0) -> None:
         import ladybug
 
         self.conn = ladybug.Connection(db)
+        self.generation = generation  # the Store's database this connection belongs to (see Store.reopen)
         self._prepared: dict[str, Any] = {}
 
     def close(self) -> None:
@@ -253,6 +261,14 @@ class Store:
         self._all_conns: list[Connection] = []
         self._conns_lock = threading.Lock()
         self._closed = False
+        self._configured_pool_mb = buffer_pool_mb
+        self._generation = 0  # bumped by reopen: connections of an older database are replaced
+        self._heavy = threading.Lock()  # admission: statements marked heavy run one at a time
+        self._recover_lock = threading.Lock()
+        self._recoveries = 0  # pool recoveries so far (a failure seen before the latest one is settled)
+        self.pool_failures = 0  # statements refused for lack of pool memory, for stats and doctor
+        self.reopens = 0  # in-process reopens after a pool the checkpoint could not free
+        self._extensions: list[str] = []  # loaded into the database (loaded again by reopen)
 
     def _open_database(self, pool_mb: int, *, replay: bool) -> Any:
         """Open the database; a store whose write-ahead log does not fit the pool is opened with a larger one.
@@ -373,10 +389,10 @@ class Store:
     # -- connections -------------------------------------------------------------
     def _conn(self) -> Connection:
         conn: Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
+        if conn is None or conn.generation != self._generation:
             if self._closed:
                 raise StoreError("the store is closed")
-            conn = Connection(self.db)
+            conn = Connection(self.db, self._generation)
             self._local.conn = conn
             with self._conns_lock:
                 self._all_conns.append(conn)
@@ -388,9 +404,36 @@ class Store:
 
     def query(self, statement: str, /, **params: Any) -> list[Row]:
         """Run a read statement from cypher/ on this thread's connection."""
+        return self._read(lambda conn: conn.run(statement, params), heavy=cypher.load(statement).heavy)
+
+    def adhoc(self, fn: Callable[[Connection], Row], /) -> Row:
+        """Run a statement keymem did not write (the console) as a heavy read: one at a time, and a
+        full pool answered like any other call's."""
+        return self._read(fn, heavy=True, retry=False)
+
+    def _read(self, fn: Callable[[Connection], Any], *, heavy: bool, retry: bool = True) -> Any:
+        """A read through the gate, admitted one at a time if heavy.
+
+        A statement refused for lack of buffer-pool memory (other calls held it) is retried once
+        after the pool is recovered (see :meth:`recover_pool`); inside a write it is refused at
+        once (the write rolls back and recovers). A refusal is :class:`PoolFull`, one line.
+        """
         self._check()
-        with self._gate.shared():
-            return self._conn().run(statement, params)
+        nested = self._gate.held()
+        for attempt in range(3 if retry and not nested else 1):
+            seen = self._recoveries
+            try:
+                with self._heavy if heavy and not nested else contextlib.nullcontext(), self._gate.shared():
+                    return fn(self._conn())
+            except Exception as exc:
+                if not pool_exhausted(exc):
+                    raise
+                self.pool_failures += 1
+                log.warning("a read found the buffer pool full (attempt %d): %s", attempt + 1, first_line(exc))
+                if nested:
+                    raise PoolFull(pool_full_message(self.buffer_pool_mb)) from exc
+            self.recover_pool(seen, reopen=attempt > 0)
+        raise PoolFull(pool_full_message(self.buffer_pool_mb))
 
     def pages(self, statement: str, /, **params: Any) -> Iterator[dict[str, list[Any]]]:
         """The pages of a ``$after``/``$limit`` statement returning parallel lists led by ``ids``.
@@ -427,13 +470,25 @@ class Store:
     def stream(self, statement: str, /, **params: Any) -> Iterator[Row]:
         """Run a large read statement, yielding rows as they come (bounded Python memory)."""
         self._check()
-        with self._gate.shared():
-            yield from self._conn().stream(statement, params)
+        seen = self._recoveries
+        try:
+            with self._heavy if not self._gate.held() else contextlib.nullcontext(), self._gate.shared():
+                yield from self._conn().stream(statement, params)
+        except Exception as exc:
+            if not pool_exhausted(exc) or self._gate.held():
+                raise
+            self.pool_failures += 1
+            self.recover_pool(seen)
+            raise PoolFull(pool_full_message(self.buffer_pool_mb)) from exc
 
     def raw(self, text: str, params: dict[str, Any] | None = None) -> list[Row]:
-        self._check()
-        with self._gate.shared():
-            return self._conn().raw(text, params)
+        return self._read(lambda conn: conn.raw(text, params), heavy=False)
+
+    def load_extension(self, name: str) -> None:
+        """``LOAD EXTENSION name`` (raises if it is not installed); loaded again after a reopen."""
+        self.raw(f"LOAD EXTENSION {name}")
+        if name not in self._extensions:
+            self._extensions.append(name)
 
     # -- writes ------------------------------------------------------------------
     @contextlib.contextmanager
@@ -443,7 +498,8 @@ class Store:
             raise StoreError("the store is open read-only")
         self._check()
         with self._write_lock:
-            rolled_back = False
+            rolled_back = full = False
+            seen = self._recoveries
             try:
                 with self._gate.shared():
                     conn = self._conn()
@@ -451,20 +507,31 @@ class Store:
                     tx = Tx(conn)
                     try:
                         yield tx
-                    except BaseException:
+                    except BaseException as exc:
                         with contextlib.suppress(Exception):
                             conn.conn.execute("ROLLBACK")
                         rolled_back = True
+                        if isinstance(exc, Exception) and pool_exhausted(exc):
+                            self.pool_failures += not isinstance(exc, PoolFull)  # a nested read counted it
+                            full = True
+                            raise PoolFull(pool_full_message(self.buffer_pool_mb)) from exc
                         raise
                     try:
                         conn.conn.execute("COMMIT")
+                        self._local.commits = self.thread_commits() + 1
                     except Exception as exc:
                         with contextlib.suppress(Exception):
                             conn.conn.execute("ROLLBACK")
                         rolled_back = True
+                        if pool_exhausted(exc):
+                            self.pool_failures += 1
+                            full = True
+                            raise PoolFull(pool_full_message(self.buffer_pool_mb)) from exc
                         raise self._commit_failed(exc) from exc
             finally:
-                if rolled_back and not self._failed:
+                if full and not self._failed:
+                    self.recover_pool(seen)
+                elif rolled_back and not self._failed:
                     self._settle()
             for fn in tx.callbacks:
                 try:
@@ -472,6 +539,10 @@ class Store:
                 except Exception:  # a mirror failing must not undo a durable write
                     log.exception("after-commit update failed")
             self._maybe_checkpoint(tx.units)
+
+    def thread_commits(self) -> int:
+        """Write transactions this thread committed (a call that committed nothing may run again)."""
+        return int(getattr(self._local, "commits", 0))
 
     @contextlib.contextmanager
     def no_writes(self) -> Iterator[None]:
@@ -536,16 +607,74 @@ class Store:
         return int(row["used"]), int(row["capacity"])
 
     def _checkpoint_failed(self, exc: Exception, when: str) -> None:
-        """A checkpoint that fails for lack of pool cannot free it: fail-stop, the next open recovers."""
+        """A checkpoint that fails for lack of pool cannot free it: the database is opened again in this
+        process (its log replayed with a larger pool if it needs one); only if that fails, fail-stop."""
         if pool_exhausted(exc) and not self._failed:
-            self._failed = (
-                f"the Kuzu buffer pool ({self.buffer_pool_mb} MiB) is exhausted and a checkpoint could not free it "
-                f"({exc}); nothing acknowledged was lost. Restart keymem (the daemon exits and the next start "
-                "replays the log with a larger pool if it needs one)."
-            )
-            log.error("checkpoint %s failed: %s", when, self._failed)
+            log.warning("checkpoint %s found the buffer pool full (%s); opening the store again", when,
+                        first_line(exc))
+            self.reopen()
             return
         log.warning("checkpoint %s failed: %s", when, exc)
+
+    def recover_pool(self, seen: int, *, reopen: bool = False) -> None:
+        """Make the buffer pool usable again after a statement could not get memory.
+
+        Waits until no statement runs (the writer and the gate held), then checkpoints, which
+        frees the memory committed updates hold; with ``reopen`` (a statement failed again after
+        that) the database is closed and opened again in this process, which frees whatever the
+        engine still held. ``seen`` is :attr:`_recoveries` when the failure was observed: a
+        recovery another thread finished since then is enough.
+        """
+        with self._recover_lock:
+            if self._recoveries != seen or self._failed or self._closed:
+                return
+            if not reopen:
+                try:
+                    self.checkpoint()
+                except Exception as exc:
+                    if not pool_exhausted(exc):
+                        log.warning("checkpoint after a full buffer pool failed: %s", exc)
+                    reopen = True
+            if reopen:
+                self.reopen()
+            self._recoveries += 1
+
+    def reopen(self) -> None:
+        """Close the database and open it again in this process (the daemon and its clients stay).
+
+        Every thread's connection is replaced at its next statement; a write-ahead log left by the
+        close is replayed and checkpointed (with a larger pool if it needs one). If the store cannot
+        be opened again, it fails-stop: every call says why, the daemon exits, the next start recovers.
+        """
+        with self._write_lock, self._gate.exclusive():
+            if self._closed or self._failed:
+                return
+            with self._conns_lock:
+                for conn in self._all_conns:
+                    with contextlib.suppress(Exception):
+                        conn.close()
+                self._all_conns.clear()
+                self._generation += 1
+            try:
+                with contextlib.suppress(Exception):
+                    self.db.close()
+                wal = self.path.with_name(self.path.name + ".wal")
+                self.db = self._open_database(self._configured_pool_mb,
+                                              replay=wal.is_file() and wal.stat().st_size > 0)
+            except Exception as exc:
+                self._failed = (
+                    f"the LadybugDB buffer pool ({self.buffer_pool_mb} MiB) was exhausted and the store could not be "
+                    f"opened again ({first_line(exc)}); nothing acknowledged was lost. Restart keymem (the daemon "
+                    "exits and the next start replays the log with a larger pool if it needs one)."
+                )
+                log.error("%s", self._failed)
+                return
+            self._writes_since_checkpoint = self._units_since_checkpoint = 0
+            for name in self._extensions:
+                with contextlib.suppress(Exception):
+                    self._conn().raw(f"LOAD EXTENSION {name}")
+            self.reopens += 1
+            log.warning("the store was opened again to free its buffer pool (%d time(s) since the start)", self.reopens)
 
     def _settle(self) -> None:
         """Checkpoint after a rollback: Kuzu 0.11.3 can otherwise refuse later updates of the rows

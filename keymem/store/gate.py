@@ -49,6 +49,10 @@ class Gate:
                 if self._readers == 0:
                     self._cond.notify_all()
 
+    def held(self) -> bool:
+        """This thread is inside a read, a write or the exclusive hold (it cannot wait for the gate)."""
+        return bool(getattr(self._local, "n", 0)) or self._owner == threading.get_ident()
+
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         me = threading.get_ident()

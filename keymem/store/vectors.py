@@ -112,8 +112,8 @@ def load_vector(execute: Callable[[str], object]) -> str | None:
 
 
 def vector_extension(store: Store) -> str | None:
-    """:func:`load_vector` on the store."""
-    return load_vector(store.raw)
+    """:func:`load_vector` on the store (kept loaded if the store is opened again in process)."""
+    return load_vector(lambda _statement: store.load_extension("VECTOR"))
 
 
 class KeyVectors:
