@@ -131,10 +131,25 @@ def test_skill_carries_the_protocol(plugin: Path) -> None:
 
 def test_docs_cover_every_client() -> None:
     doc = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
-    for needle in ("uvx keymem", "pipx run keymem", "claude mcp add keymem", "codex mcp add keymem",
+    for needle in ("~/.keymem/venv/bin/keymem", "uvx --from /path/to/clone keymem", "claude mcp add --scope user keymem",
+                   "codex mcp add keymem",
                    "claude_desktop_config.json", "UserPromptSubmit", "keymem daemon --status", "KEYMEM_DAEMON=off",
                    "[[hooks.UserPromptSubmit]]", "/plugin marketplace add"):
         assert needle in doc, needle
+
+
+def test_no_document_gives_the_unpublished_package_as_a_working_command() -> None:
+    """keymem is not on a package index yet: no agent configuration may run it from there, and each
+    mention of the index route says it is not published."""
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "plugin").rglob("*.md"))]
+    unpublished = re.compile(r"(?:uvx|pipx run|pipx install|uv tool install) keymem\b|-- uvx keymem|\"uvx\"")
+    for doc in docs:
+        text = doc.read_text(encoding="utf-8")
+        for paragraph in re.split(r"\n\s*\n", text):
+            if unpublished.search(paragraph):
+                assert re.search(r"not\s+(?:on\s+a\s+package\s+index|published)|none\s+is\s+published|once\s[\s\S]*"
+                                 r"published", paragraph), f"{doc.relative_to(ROOT)}: {paragraph[:300]}"
+        assert "LOCAL_EMBEDDING_MODEL=bge-m3 -- " not in text and "--env LOCAL_EMBEDDING_MODEL" not in text
 
 
 def test_docs_describe_this_project_only() -> None:
