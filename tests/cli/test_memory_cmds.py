@@ -14,7 +14,7 @@ from keymem.server.render import render
 from keymem.settings import Settings
 from tests.cli.conftest import cli_env, run_cli
 
-NEWTON = "Newton watched an apple fall and thought about gravity"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _ok(args: list[str], env: dict[str, str]) -> str:
@@ -55,20 +55,37 @@ def test_bad_input_is_refused_before_anything_starts(settings: Settings, daemon_
     assert not settings.db_path.exists()  # and nothing written
 
 
+def readme_shell_example() -> list[list[str]]:
+    """The README's "## From the shell" commands (its bash block, lines joined at a trailing backslash)
+    up to its recall, as argument lists."""
+    import shlex
+
+    text = README.read_text(encoding="utf-8")
+    block = text.split("## From the shell", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [shlex.split(line) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+    assert all(c[0] == "keymem" for c in commands), commands
+    return [c[1:] for c in commands[:4]]
+
+
 def test_remember_recall_read_forget_keys_through_the_daemon(settings: Settings, daemon_env: dict[str, str]) -> None:
     env = daemon_env
-    stored = _ok(["remember", NEWTON, "--key", "Newton", "--key", "apple", "--key", "gravity",
-                  "--key-type", "Newton=name"], env)
-    m = re.fullmatch(r"stored (m_[0-9a-f]+) \(keys: Newton (k_[0-9a-f]+), apple (k_[0-9a-f]+), gravity k_[0-9a-f]+\)\n",
-                     stored)
-    assert m, stored
-    newton, newton_key, apple_key = m.groups()
-    other = json.loads(_ok(["remember", "Strawberries are the user's favourite fruit", "-k", "strawberry",
-                            "-k", "fruit", "-k", "apple", "--decay", "stable", "--json"], env))
-    assert other["duplicate"] is False and [k["key"] for k in other["keys"]] == ["strawberry", "fruit", "apple"]
+    # the README's example, as written: three facts, then the recall that follows the chain of keys
+    *remembers, recall_args = readme_shell_example()
+    assert [c[0] for c in remembers] == ["remember"] * 3 and recall_args[0] == "recall"
+    ids = [re.match(r"stored (m_[0-9a-f]+) \(keys: ", _ok(args, env)) for args in remembers]
+    assert all(ids), ids
+    cat, fruit, allergy = (m.group(1) for m in ids if m)
+    text = _ok(recall_args, env)
+    data = json.loads(_ok([*recall_args, "--json"], env))
+    assert text == render("recall", data) + "\n"  # exactly the lines an agent's recall gets
+    assert f"[{cat}] The user's cat is named Newton" in text and "(via apple -> strawberry)" in text
+    assert f"[{allergy}] The user is allergic to strawberries (via apple -> strawberry)" in text
+    assert f"[{fruit}] Apples and strawberries are both fruit of the rose family (via apple)" in text
+    newton_key = next(k["key_id"] for k in data["keys"] if k["key"] == "Newton")
+
     # the daemon the first command started holds the store; a status request is no client of its own
     status = _ok(["daemon", "--status"], env)
-    assert "0 client(s)" in status and "store: 5 keys, 2 memories" in status, status
+    assert "0 client(s)" in status and "store: 6 keys, 3 memories" in status, status
     held = DaemonClient(settings, start=False)
     try:
         held.call("ping", timeout=10)
@@ -76,29 +93,24 @@ def test_remember_recall_read_forget_keys_through_the_daemon(settings: Settings,
     finally:
         held.close()
 
-    # recall prints exactly the lines an agent's recall gets; --json the structured result
-    text = _ok(["recall", "Who thought about gravity?"], env)
-    data = json.loads(_ok(["recall", "Who thought about gravity?", "--json"], env))
-    assert text == render("recall", data) + "\n"
-    assert f"[{newton}] {NEWTON}" in text and data["memories"][0]["memory_id"] == newton
     none = _ok(["recall", "What is 17 times 23?"], env)
     assert "no key comes close" in none and "keys below" not in none
-    # read, read-key, keys
-    read = _ok(["read", newton, "--via", apple_key], env)
-    assert read.splitlines()[0] == f"[{newton}] {NEWTON}" and f"Newton {newton_key}" in read
-    assert _ok(["read-key", "apple"], env).startswith(f"key: apple {apple_key}; memories 1-2 of 2")
-    keys = _ok(["keys"], env)
-    assert keys.splitlines()[0] == "keys 1-5 of 5:" and f"apple {apple_key} (2 memories)" in keys
-
     # refused input: one line, exit 2, nothing written
     assert "decay_profile" in _refused(["remember", "x", "-k", "a", "--decay", "forever"], env)
     assert "is not a keymem id" in _refused(["read", "m_nope"], env)
-    page = json.loads(_ok(["keys", "--limit", "2", "--offset", "1", "--json"], env))
-    assert page["total"] == 5 and len(page["keys"]) == 2 and page["offset"] == 1
+    # keys, read, read-key
+    keys = _ok(["keys", "--limit", "10", "--offset", "0"], env)
+    apple = re.search(r"^apple (k_[0-9a-f]+) \(2 memories\)$", keys, re.M)
+    assert keys.splitlines()[0] == "keys 1-6 of 6:" and apple, keys
+    read = _ok(["read", cat, "--via", apple.group(1)], env)
+    assert read.splitlines()[0] == f"[{cat}] The user's cat is named Newton, after Isaac Newton and his apple"
+    assert f"Newton {newton_key}" in read
+    assert _ok(["read-key", "apple"], env).startswith(f"key: apple {apple.group(1)}; memories 1-2 of 2")
+
 
     # forget: gone for good (an id that names nothing: exit 1)
-    assert _ok(["forget", newton], env) == f"deleted {newton}\n"
-    assert "does not exist" in _refused(["read", newton], env, code=1)
+    assert _ok(["forget", cat], env) == f"deleted {cat}\n"
+    assert "does not exist" in _refused(["read", cat], env, code=1)
 
 
 def test_memory_commands_without_a_daemon(settings: Settings, minilm_dir: Path) -> None:
