@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from keymem.cli.common import Target, fail, human_bytes, progress_bar, settings_or_exit
+from keymem.errors import shown
 
 models_app = typer.Typer(help="Embedding and reranker model files.", no_args_is_help=True, add_completion=False)
 
@@ -56,13 +57,22 @@ def stats(
         pool = proc["buffer_pool"]
         typer.echo(f"memory      RSS {human_bytes(proc['rss_kb'] * 1024)} now, {human_bytes(proc['peak_rss_kb'] * 1024)} "
                    f"peak ({who}); LadybugDB buffer pool {human_bytes(pool['used_bytes'])} of "
-                   f"{human_bytes(pool['capacity_bytes'])}")
+                   f"{human_bytes(pool['capacity_bytes'])}{pool_note(pool)}")
     typer.echo("namespaces  " + (", ".join(f"{r['namespace']} ({r['n']})" for r in data["namespaces"]) or "(none)"))
     if data["hubs"]:
         typer.echo(f"top keys    (hub = {data['hub_min_links']}+ active memories)")
         for h in data["hubs"]:
             mark = "  HUB" if h["hub"] else ""
             typer.echo(f"  {h['n']:>5}  {h['text']}  [{h['key_type']}, {h['namespace']}]{mark}")
+
+
+def pool_note(pool: dict[str, Any]) -> str:
+    """How the pool was sized and what it refused (stats and doctor)."""
+    note = " (sized from the store's size, KEYMEM_BUFFER_POOL_MB unset)" if pool.get("auto") else " (KEYMEM_BUFFER_POOL_MB)"
+    if pool.get("refused_statements"):
+        note += (f"; {pool['refused_statements']} statement(s) refused for lack of pool since the start, "
+                 f"{pool.get('reopens', 0)} reopen(s): raise KEYMEM_BUFFER_POOL_MB if tool calls failed")
+    return note
 
 
 # -- doctor --------------------------------------------------------------------------------------
@@ -85,9 +95,9 @@ def doctor(
     typer.echo(f"keymem {__version__} (Python {sys.version.split()[0]})")
     path = settings.config_file
     from_file = sum(1 for src in settings.sources.values() if src.startswith("config file"))
-    shown = (f"{path} ({from_file} value{'s' if from_file != 1 else ''})" if path is not None and path.is_file()
-             else f"{path} (none; `keymem init` writes one)")
-    typer.echo(f"config file: {shown}")
+    described = (f"{path} ({from_file} value{'s' if from_file != 1 else ''})" if path is not None and path.is_file()
+                 else f"{path} (none; `keymem init` writes one)")
+    typer.echo(f"config file: {described}")
     typer.echo("configuration (the environment wins over the config file, the file over the defaults):")
     for name, var in VARS.items():
         value = getattr(settings, name)
@@ -96,7 +106,8 @@ def doctor(
         source = settings.sources.get(name, "default")
         if source.startswith("config file"):
             source = "config file"  # its path is on the line above
-        typer.echo(f"  {var.env:<32} {value!s:<28} ({source})")
+        value = shown(str(value), limit=200, quoted=False)  # a path in full; a 100 KB value cut
+        typer.echo(f"  {var.env:<32} {value:<28} ({source})")
 
     typer.echo("models:")
     problems += _doctor_models(settings)
@@ -149,10 +160,10 @@ def _doctor_daemon_settings(info: dict[str, Any], settings: Any) -> list[tuple[s
     if not diffs:
         return []
     where = {var.env: settings.sources.get(name, "default").split(" /")[0] for name, var in VARS.items()}
-    shown = "; ".join(f"{name}: {mine} in this configuration ({where.get(name, 'default')}), {theirs} in the daemon"
-                      for name, mine, theirs in diffs)
+    listed = "; ".join(f"{name}: {shown(mine, quoted=False)} in this configuration ({where.get(name, 'default')}), "
+                       f"{shown(theirs, quoted=False)} in the daemon" for name, mine, theirs in diffs)
     return [(f"the running daemon (pid {info.get('pid')}) computes every client's results with its own settings, "
-             f"not this configuration's: {shown}",
+             f"not this configuration's: {listed}",
              "run `keymem daemon --stop`: the next tool call starts a daemon with this configuration. A client "
              "whose MCP configuration sets these variables itself (e.g. `-e LOCAL_EMBEDDING_MODEL=...`) overrides "
              "the config file for the daemon it starts: remove them there")]
@@ -192,7 +203,7 @@ def _doctor_models(settings: Any) -> list[tuple[str, str]]:
         model_dir = settings.local_embedding_model_path or (
             settings.models_dir / (profile.name if profile else settings.local_embedding_model))
         if profile is None and settings.local_embedding_model_path is None:
-            problems.append((f"LOCAL_EMBEDDING_MODEL={settings.local_embedding_model!r} is not a known model",
+            problems.append((f"LOCAL_EMBEDDING_MODEL={shown(settings.local_embedding_model)} is not a known model",
                              "use a known name or point LOCAL_EMBEDDING_MODEL_PATH at a model directory"))
         elif profile is None:
             ok = (model_dir / settings.local_embedding_model_file).is_file() and (model_dir / "tokenizer.json").is_file()
@@ -295,6 +306,10 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
             target.close()
         applied, available = data["schema"]["applied"], data["schema"]["available"]
         typer.echo(f"  {path}: opened by the daemon, {human_bytes(data['store']['bytes'])}")
+        pool, rss = data["process"]["buffer_pool"], data["process"].get("rss_kb")
+        typer.echo(f"  buffer pool: {human_bytes(pool['capacity_bytes'])}{pool_note(pool)}, "
+                   f"{human_bytes(pool['used_bytes'])} in use (cache included)"
+                   + (f"; daemon RSS {human_bytes(rss * 1024)}" if rss else ""))
         if data["store"].get("wal_recovery"):
             typer.echo(f"  last recovery: {data['store']['wal_recovery']}")
     else:
@@ -314,8 +329,9 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
             if recovery:
                 typer.echo(f"  last recovery: {recovery[0]['value']}")
             available = migrations.available()
+            auto = " sized from the store's size, KEYMEM_BUFFER_POOL_MB unset" if store.pool_auto else ""
             typer.echo(f"  {path}: opens cleanly, {human_bytes(store.size_bytes())} "
-                       f"(buffer pool {store.buffer_pool_mb} MiB)")
+                       f"(buffer pool {store.buffer_pool_mb} MiB{auto})")
         finally:
             store.close()
     pending = [s for s in available if s not in applied and s != "000_migrations"]
@@ -371,7 +387,7 @@ def download_models(settings: Any, *, reranker: bool = True, endpoint: str | Non
                                fix="put the model files there (keymem downloads only the models it knows)")
                 typer.echo(f"embedding: {settings.local_embedding_model} in {own} (files present)")
             elif profile is None:
-                raise fail(f"LOCAL_EMBEDDING_MODEL={settings.local_embedding_model!r} is not a known model",
+                raise fail(f"LOCAL_EMBEDDING_MODEL={shown(settings.local_embedding_model)} is not a known model",
                            fix="use a known model name, or provide the files with LOCAL_EMBEDDING_MODEL_PATH")
             else:
                 dest = own or settings.models_dir / profile.name

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from keymem.cli.common import fail
+from keymem.errors import shown
 
 HEADER = """keymem configuration, written by `keymem init`.
 Keys are the environment variables of the README's configuration table; a variable set in the
@@ -27,7 +28,7 @@ def _local(model: str | None, model_path: Path | None) -> dict[str, Any]:
     name = (model or "bge-m3").strip()
     profile = find_model(name)
     if profile is None and model_path is None:
-        raise fail(f"{name!r} is not a model keymem knows",
+        raise fail(f"{shown(name)} is not a model keymem knows",
                    fix=f"use one of {', '.join(known_models())} (minilm is all-MiniLM-L6-v2), or give the "
                    "files of another ONNX model with --model-path DIR and a name of your own")
     values: dict[str, Any] = {"LOCAL_EMBEDDING_MODEL": profile.name if profile else name}
@@ -64,9 +65,9 @@ def _assignments(items: list[str]) -> dict[str, Any]:
             import difflib
 
             close = difflib.get_close_matches(key.upper(), names, n=1)
-            what = f"--set {item!r}: " + ("use KEY=VALUE" if not sep else
+            what = f"--set {shown(item)}: " + ("use KEY=VALUE" if not sep else
                                           f"{CONFIG_VAR} names the file itself" if key == CONFIG_VAR else
-                                          f"unknown setting {key!r}" + (f" (did you mean {close[0]}?)" if close else ""))
+                                          f"unknown setting {shown(key)}" + (f" (did you mean {close[0]}?)" if close else ""))
             raise fail(what, fix="KEY is an environment variable of the README's configuration table", code=2)
         try:
             out[key] = parse_value(key, text)
@@ -134,7 +135,7 @@ def init(
         values["KEYMEM_DATA_DIR"] = Path(os.path.abspath(data_dir.expanduser()))
     backend = backend.strip().lower()
     if backend not in ("local", "openai"):
-        raise fail(f"--backend {backend!r} must be local or openai", code=2)
+        raise fail(f"--backend {shown(backend)} must be local or openai", code=2)
     values["EMBEDDING_BACKEND"] = backend
     if backend == "local":
         values.update(_local(model, model_path))

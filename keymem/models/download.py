@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from keymem.errors import ModelError
+from keymem.errors import ModelError, shown
 from keymem.models.profiles import RERANKER, ModelProfile, RemoteFile
 
 log = logging.getLogger("keymem.models")
@@ -178,7 +178,7 @@ def check_reachable(endpoint: str | None = None, *, timeout: float = PROBE_TIMEO
     parts = urlsplit(url)
     host = parts.hostname
     if not host:
-        raise HubUnreachable(f"the hub address {url!r} names no host")
+        raise HubUnreachable(f"the hub address {shown(url)} names no host")
     port = parts.port or (443 if parts.scheme == "https" else 80)
     what = f"{host}:{port}"
     proxy = _proxy_for(parts.scheme, host)

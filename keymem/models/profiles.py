@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from keymem.errors import ModelError
+from keymem.errors import ModelError, shown
 
 Pooling = Literal["cls", "mean"]
 
@@ -226,7 +226,7 @@ def resolve_model(name: str) -> ModelProfile:
     profile = find_model(name)
     if profile is None:
         raise ModelError(
-            f"Unknown local embedding model {name!r}. Known models: {', '.join(known_models())}. "
+            f"Unknown local embedding model {shown(name)}. Known models: {', '.join(known_models())}. "
             "For another ONNX model set LOCAL_EMBEDDING_MODEL_PATH to a directory holding "
             "model.onnx and tokenizer.json."
         )

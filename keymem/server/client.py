@@ -330,7 +330,10 @@ def setting_differences(info: dict[str, Any], settings: Settings) -> list[tuple[
 
 def describe_differences(diffs: list[tuple[str, str, str]], here: str = "here") -> str:
     """``LOCAL_EMBEDDING_MODEL bge-m3 here, minilm-l6-v2 in the daemon; ...``."""
-    return "; ".join(f"{name} {mine} {here}, {theirs} in the daemon" for name, mine, theirs in diffs)
+    from keymem.errors import shown
+
+    return "; ".join(f"{name} {shown(mine, quoted=False)} {here}, {shown(theirs, quoted=False)} in the daemon"
+                     for name, mine, theirs in diffs)
 
 
 def compatibility_warnings(info: dict[str, Any], settings: Settings) -> list[str]:

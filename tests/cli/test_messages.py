@@ -40,6 +40,11 @@ def test_huge_arguments_are_cut_in_error_lines(store_env: dict[str, Any], tmp_pa
     assert out.returncode == 1 and not page.exists()
     line = _one_short_line(out.stderr)
     assert line.startswith("keymem: no key named 'xxxx") and "(100000 characters)" in line
+    out = run_cli(["init", "--model", BIG], env)
+    assert out.returncode == 1 and "'xxxx" in out.stderr and "…' (100000 characters) is not a model" in out.stderr
+    assert len(out.stderr) < 1000 and not (tmp_path / ".keymem").exists()
+    out = run_cli(["doctor"], {**env, "LOCAL_EMBEDDING_MODEL": BIG, "LOCAL_EMBEDDING_MODEL_PATH": ""})
+    assert out.returncode == 1 and max(len(line) for line in (out.stdout + out.stderr).splitlines()) < 400
     # a bad value in an import file, quoted from the file
     export = tmp_path / "bad.jsonl"
     export.write_text(json.dumps({"type": "header", "format": "keymem-export", "version": 1}) + "\n"
