@@ -97,7 +97,7 @@ def remote_inject(settings: Settings, params: dict[str, Any], timeout: float) ->
     worker.start()
     worker.join(timeout)
     if not outcome:  # the thread is left behind; the process exits without waiting for it
-        raise RemoteHookError(f"{endpoint} did not answer within {timeout * 1000:.0f} ms (KEYMEM_HOOK_TIMEOUT_MS)")
+        raise RemoteHookError(_too_slow(endpoint, timeout))
     found = outcome[0]
     if isinstance(found, BaseException):
         raise found
@@ -116,6 +116,8 @@ def _post(endpoint: str, token: str, params: dict[str, Any], timeout: float) -> 
         raise RemoteHookError(_refusal(endpoint, exc)) from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):  # the socket's own limit, the same as the caller's
+            raise RemoteHookError(_too_slow(endpoint, timeout)) from None
         raise RemoteHookError(f"cannot reach {endpoint} ({_cut(str(reason), 160)})") from None
     if len(data) > MAX_ANSWER_BYTES:
         raise RemoteHookError(f"{endpoint} answered more than {MAX_ANSWER_BYTES} bytes; ignored")
@@ -145,6 +147,10 @@ def _refusal(endpoint: str, exc: urllib.error.HTTPError) -> str:
         return (f"{endpoint} has no keymem hook route (404): is KEYMEM_HOOK_URL a keymem server's /mcp URL, "
                 "and the server as recent as this keymem?")
     return f"{endpoint} answered {exc.code}: {_cut(message or str(exc.reason), 300)}"
+
+
+def _too_slow(endpoint: str, timeout: float) -> str:
+    return f"{endpoint} did not answer within {timeout * 1000:.0f} ms (KEYMEM_HOOK_TIMEOUT_MS)"
 
 
 def _loopback(host: str) -> bool:
