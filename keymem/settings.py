@@ -44,7 +44,7 @@ class Var:
     """How one setting maps to the environment."""
 
     env: str
-    kind: str  # str | path | bool | int | float | opt_float | opt_bool | choice
+    kind: str  # str | path | bool | int | opt_int (empty or "auto": None) | float | opt_float | opt_bool | choice
     help: str
     positive: bool = False
     minimum: float | None = None
@@ -113,7 +113,9 @@ VARS: dict[str, Var] = {
     ),
     "auto_migrate": Var("KEYMEM_AUTO_MIGRATE", "bool", "Re-embed keys when the embedding model changes"),
     "force_reembed": Var("KEYMEM_FORCE_REEMBED", "bool", "Re-embed every key once on start"),
-    "buffer_pool_mb": Var("KEYMEM_BUFFER_POOL_MB", "int", "LadybugDB buffer pool size (MiB)", minimum=64),
+    "buffer_pool_mb": Var("KEYMEM_BUFFER_POOL_MB", "opt_int",
+                          "LadybugDB buffer pool size (MiB); unset or auto: the store's size + 128, 256 to a quarter of RAM",
+                          minimum=64),
     "extension_repo": Var(
         "KEYMEM_EXTENSION_REPO", "opt_str", "Where `keymem extensions download` fetches LadybugDB extensions (unset = the engine's own server)"
     ),
@@ -180,7 +182,7 @@ class Settings:
     hook_token_file: Path | None = None
     auto_migrate: bool = True
     force_reembed: bool = False
-    buffer_pool_mb: int = 256
+    buffer_pool_mb: int | None = None  # None: sized from the store and the machine (store.db.auto_pool_mb)
     extension_repo: str | None = None
     vector_index_min_keys: int = 200_000
     max_content_chars: int = 100_000
@@ -252,7 +254,9 @@ def _parse(name: str, var: Var, raw: str, shown: str | None = None) -> Any:
     text = raw.strip()
     label = shown or f"{var.env}={echoed(raw)}"
     kind = var.kind
-    if kind in ("opt_str", "opt_path", "opt_float", "opt_bool", "opt_choice") and text == "":
+    if kind in ("opt_str", "opt_path", "opt_float", "opt_bool", "opt_choice", "opt_int") and text == "":
+        return None
+    if kind == "opt_int" and text.lower() == "auto":
         return None
     if kind in ("str", "opt_str"):
         if not text:
@@ -274,11 +278,11 @@ def _parse(name: str, var: Var, raw: str, shown: str | None = None) -> Any:
             if text.lower() == choice.lower():
                 return choice
         raise SettingsError(f"{label} must be one of {', '.join(var.choices)}")
-    if kind == "int":
+    if kind in ("int", "opt_int"):
         try:
             value: float = int(text)
         except ValueError:
-            raise SettingsError(f"{label} is not a whole number") from None
+            raise SettingsError(f"{label} is not a whole number" + (" or auto" if kind == "opt_int" else "")) from None
     elif kind in ("float", "opt_float"):
         try:
             value = float(text)
@@ -311,7 +315,7 @@ def config_path(environ: Mapping[str, str] | None = None) -> Path:
 
 _BY_ENV = {var.env: name for name, var in VARS.items()}
 _BOOL_KINDS = ("bool", "opt_bool")
-_NUMBER_KINDS = ("int", "float", "opt_float")
+_NUMBER_KINDS = ("int", "opt_int", "float", "opt_float")
 
 
 def read_config(path: Path) -> dict[str, tuple[str, str]] | None:
@@ -365,6 +369,8 @@ def _expected(var: Var) -> str:
         return "true or false"
     if var.kind == "int":
         return "a whole number"
+    if var.kind == "opt_int":
+        return 'a whole number or "auto"'
     if var.kind in _NUMBER_KINDS:
         return "a number"
     if var.choices:

@@ -15,7 +15,7 @@ def test_defaults() -> None:
     assert s.decay_standard_days == 90 and s.half_life_days("permanent") is None
     assert s.rerank is True and s.rerank_pool == 30 and s.rerank_min_score is None
     assert 1 <= s.embed_threads <= 6
-    assert s.buffer_pool_mb == 256
+    assert s.buffer_pool_mb is None  # sized from the store at open (store.db.auto_pool_mb)
     assert load_settings({"KEYMEM_BUFFER_POOL_MB": "96"}).buffer_pool_mb == 96
     assert all(src == "default" for src in s.sources.values())
 

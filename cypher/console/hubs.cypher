@@ -1,4 +1,4 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // Keys by number of active, unexpired memories (hubs first).
 MATCH (k:Key)-[:LINKS]->(m:Memory)
 WHERE ($any_ns OR k.namespace = $namespace) AND m.active AND (m.expires_at IS NULL OR m.expires_at > $now)

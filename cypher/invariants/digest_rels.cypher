@@ -1,3 +1,3 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // Every relationship with its properties, in a stable order (store digests).
 MATCH (a)-[r]->(b) RETURN label(r) AS label, a.id AS src, b.id AS dst, r ORDER BY label, src, dst

@@ -1,4 +1,4 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // Each key's count of lasting links equals its links whose copies say "active, no TTL" (that the
 // copies match their memories is invariants/link_copies). Counted over the rel's own properties,
 // as the walk reads them: after Kuzu 0.11.3 replays a torn WAL tail, a join on Memory's node

@@ -1,3 +1,3 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // ... and only one.
 MATCH (n:MemoryNorm) WITH n.memory_id AS id, count(*) AS n WHERE n > 1 RETURN id, n

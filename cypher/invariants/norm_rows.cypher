@@ -1,3 +1,3 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // MemoryNorm rows with their memory, to check the id is <namespace>\x1f<sha256(norm)>.
 MATCH (n:MemoryNorm), (m:Memory) WHERE m.id = n.memory_id RETURN n.id AS id, m.id AS memory_id, m.namespace AS namespace, m.content AS content

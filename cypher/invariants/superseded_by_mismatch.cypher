@@ -1,4 +1,4 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // old.superseded_by = new  =>  new.supersedes = old.
 MATCH (old:Memory) WHERE old.superseded_by IS NOT NULL
 MATCH (new:Memory) WHERE new.id = old.superseded_by AND (new.supersedes IS NULL OR new.supersedes <> old.id)

@@ -1,4 +1,4 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // new.supersedes = old  =>  old.superseded_by = new.
 MATCH (new:Memory) WHERE new.supersedes IS NOT NULL
 MATCH (old:Memory) WHERE old.id = new.supersedes AND (old.superseded_by IS NULL OR old.superseded_by <> new.id)

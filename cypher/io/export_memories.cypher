@@ -1,4 +1,4 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // Expired memories are invisible already (the sweep deletes them): they are not exported.
 MATCH (m:Memory) WHERE ($any_ns OR m.namespace = $namespace) AND (m.expires_at IS NULL OR m.expires_at > $now)
 RETURN m.id AS id, m.namespace AS namespace, m.content AS content, m.active AS active,

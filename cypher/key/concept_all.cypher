@@ -1,2 +1,2 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 MATCH (k:Key) WHERE k.key_type = 'concept' RETURN k.id AS id, k.namespace AS namespace, k.text AS text

@@ -1,4 +1,4 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // Up to $limit links whose copy of their memory's active flag and expiry (schema step 003) is missing
 // or differs, set from the memory: the fill after schema step 003, and after console writes, which
 // bypass the write path.

@@ -1,4 +1,4 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // The count of lasting links (schema step 003) of the keys with internal offsets in [$lo, $hi),
 // from the links' copies (link/recopy runs first), where it differs.
 MATCH (k:Key) WHERE offset(id(k)) >= $lo AND offset(id(k)) < $hi

@@ -1,4 +1,4 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // Up to $limit memories with a RELATED_TO edge whose has_related flag (schema step 003) is not set:
 // the fill after schema step 003, and after console writes, which bypass the write path.
 MATCH (m:Memory)-[:RELATED_TO]-(:Memory)

@@ -1,4 +1,4 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // One page of the visible memories' contents (ids after $after, in id order), as one row of
 // parallel lists (re-tokenising for the BM25 index; the key texts come from memory/key_texts_range).
 // Joining the keys here made one 20k page need more than 104 MiB of buffer pool at 100k memories.

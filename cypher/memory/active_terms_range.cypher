@@ -1,4 +1,4 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // The visible memories' stored BM25 terms among node offsets [$lo, $hi): one row per namespace,
 // ids and terms as parallel lists (lexical index load; pages from Store.offset_ranges, so a large
 // store fits the buffer pool; grouped so that a namespace is not returned once per memory).

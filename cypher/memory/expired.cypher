@@ -1,2 +1,2 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 MATCH (m:Memory) WHERE m.expires_at IS NOT NULL AND m.expires_at <= $now RETURN m.id AS id, m.namespace AS namespace

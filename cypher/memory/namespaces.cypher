@@ -1,3 +1,3 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 MATCH (m:Memory) WHERE m.active AND (m.expires_at IS NULL OR m.expires_at > $now)
 RETURN m.namespace AS namespace, count(m) AS n ORDER BY namespace

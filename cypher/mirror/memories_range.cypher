@@ -1,4 +1,4 @@
-// keymem: heavy (a whole-table read: admitted one at a time, see Store._read)
+// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 // One page of memories by internal node offset, [$lo, $hi): ranking metadata as parallel lists.
 // Offset ranges instead of `id > $after ORDER BY id LIMIT n`: that sorts the rest of the table for
 // every page (11 s for the 50 pages of 1M memories, against 3.5 s by offset).

@@ -57,13 +57,22 @@ def stats(
         pool = proc["buffer_pool"]
         typer.echo(f"memory      RSS {human_bytes(proc['rss_kb'] * 1024)} now, {human_bytes(proc['peak_rss_kb'] * 1024)} "
                    f"peak ({who}); LadybugDB buffer pool {human_bytes(pool['used_bytes'])} of "
-                   f"{human_bytes(pool['capacity_bytes'])}")
+                   f"{human_bytes(pool['capacity_bytes'])}{pool_note(pool)}")
     typer.echo("namespaces  " + (", ".join(f"{r['namespace']} ({r['n']})" for r in data["namespaces"]) or "(none)"))
     if data["hubs"]:
         typer.echo(f"top keys    (hub = {data['hub_min_links']}+ active memories)")
         for h in data["hubs"]:
             mark = "  HUB" if h["hub"] else ""
             typer.echo(f"  {h['n']:>5}  {h['text']}  [{h['key_type']}, {h['namespace']}]{mark}")
+
+
+def pool_note(pool: dict[str, Any]) -> str:
+    """How the pool was sized and what it refused (stats and doctor)."""
+    note = " (sized from the store's size, KEYMEM_BUFFER_POOL_MB unset)" if pool.get("auto") else " (KEYMEM_BUFFER_POOL_MB)"
+    if pool.get("refused_statements"):
+        note += (f"; {pool['refused_statements']} statement(s) refused for lack of pool since the start, "
+                 f"{pool.get('reopens', 0)} reopen(s): raise KEYMEM_BUFFER_POOL_MB if tool calls failed")
+    return note
 
 
 # -- doctor --------------------------------------------------------------------------------------
@@ -297,6 +306,10 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
             target.close()
         applied, available = data["schema"]["applied"], data["schema"]["available"]
         typer.echo(f"  {path}: opened by the daemon, {human_bytes(data['store']['bytes'])}")
+        pool, rss = data["process"]["buffer_pool"], data["process"].get("rss_kb")
+        typer.echo(f"  buffer pool: {human_bytes(pool['capacity_bytes'])}{pool_note(pool)}, "
+                   f"{human_bytes(pool['used_bytes'])} in use (cache included)"
+                   + (f"; daemon RSS {human_bytes(rss * 1024)}" if rss else ""))
         if data["store"].get("wal_recovery"):
             typer.echo(f"  last recovery: {data['store']['wal_recovery']}")
     else:
@@ -316,8 +329,9 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
             if recovery:
                 typer.echo(f"  last recovery: {recovery[0]['value']}")
             available = migrations.available()
+            auto = " sized from the store's size, KEYMEM_BUFFER_POOL_MB unset" if store.pool_auto else ""
             typer.echo(f"  {path}: opens cleanly, {human_bytes(store.size_bytes())} "
-                       f"(buffer pool {store.buffer_pool_mb} MiB)")
+                       f"(buffer pool {store.buffer_pool_mb} MiB{auto})")
         finally:
             store.close()
     pending = [s for s in available if s not in applied and s != "000_migrations"]

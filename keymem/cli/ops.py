@@ -335,7 +335,8 @@ def process_memory(store: Any) -> dict[str, Any]:
     used, capacity = store.pool_usage()
     return {"pid": os.getpid(), "rss_kb": rss.get("VmRSS"), "peak_rss_kb": rss.get("VmHWM"),
             "buffer_pool": {"used_bytes": used, "capacity_bytes": capacity,
-                            "refused_statements": store.pool_failures, "reopens": store.reopens}}
+                            "auto": store.pool_auto, "refused_statements": store.pool_failures,
+                            "reopens": store.reopens}}
 
 
 # -- export / import / check --------------------------------------------------------------------

@@ -29,8 +29,8 @@ class Statement:
     # recursive-pattern predicate); the file says so with a "// keymem: no-prepare" line.
     prepare: bool = True
     # True for statements whose engine memory grows with the store (whole-table reads, exports,
-    # checks): they run one at a time, so a few at once cannot exhaust the buffer pool. The file
-    # says so with a "// keymem: heavy" line.
+    # checks): each runs alone (Store._read), so it cannot exhaust the buffer pool under other
+    # statements. The file says so with a "// keymem: heavy" line.
     heavy: bool = False
 
 

@@ -83,9 +83,41 @@ def pool_exhausted(exc: BaseException) -> bool:
     return "buffer manager exception" in low or "buffer pool is full" in low
 
 
-def pool_full_message(pool_mb: int) -> str:
+def pool_full_message(pool_mb: int, auto: bool = False) -> str:
+    now = f"now {pool_mb}, sized automatically" if auto else f"now {pool_mb}"
     return (f"the LadybugDB buffer pool ({pool_mb} MiB) was full, so this call could not run and nothing was "
-            f"written; retry it, and if it keeps happening raise KEYMEM_BUFFER_POOL_MB (now {pool_mb})")
+            f"written; retry it, and if it keeps happening raise KEYMEM_BUFFER_POOL_MB ({now})")
+
+
+POOL_FLOOR_MB = 256  # the smallest automatic pool: a 10k store's open caches ~64 MiB, a tool call ~2 MiB
+POOL_WORK_MB = 128  # working memory above the store's size: statements, held updates (a quarter), headroom
+
+
+def memory_mb() -> int | None:
+    """The machine's memory in MiB, or None if unknown."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def auto_pool_mb(path: Path) -> int:
+    """The buffer pool for a store when ``KEYMEM_BUFFER_POOL_MB`` is unset: its files' size plus
+    ``POOL_WORK_MB``, rounded up to 64 MiB, at least ``POOL_FLOOR_MB`` and at most a quarter of the
+    machine's memory (never below the floor).
+
+    The open reads every memory, key, link and vector once (the mirror, BM25 and vector loads), so a
+    pool as large as the store keeps all of it cached and the tools never wait for a page; a pool
+    costs RSS only for the pages it holds (docs/reliability.md, section 10).
+    """
+    size = 0
+    for p in (path, path.with_name(path.name + ".wal")):
+        with contextlib.suppress(OSError):
+            size += p.stat().st_size
+    want = -(-(size // (1024 * 1024) + POOL_WORK_MB) // 64) * 64
+    ram = memory_mb()
+    cap = max(POOL_FLOOR_MB, ram // 4) if ram else 16 * 1024
+    return max(POOL_FLOOR_MB, min(want, cap))
 
 
 def _pool_cap_mb() -> int:
@@ -215,7 +247,8 @@ class Tx:
 class Store:
     """The process's Kuzu database."""
 
-    def __init__(self, path: Path, *, buffer_pool_mb: int = 512, read_only: bool = False) -> None:
+    def __init__(self, path: Path, *, buffer_pool_mb: int | None = 512, read_only: bool = False) -> None:
+        """``buffer_pool_mb`` None sizes the pool from the store and the machine (:func:`auto_pool_mb`)."""
         self.path = Path(path)
         self.read_only = read_only
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -245,6 +278,9 @@ class Store:
         self.wal_tail_dropped: str | None = None  # set when a torn WAL tail was dropped at open
         if not read_only:
             self._guard_wal()
+        self.pool_auto = buffer_pool_mb is None
+        if buffer_pool_mb is None:
+            buffer_pool_mb = auto_pool_mb(self.path)
         self.buffer_pool_mb = buffer_pool_mb  # the pool actually in use (see _open_database)
         self.db = self._open_database(buffer_pool_mb, replay=replay)
         # Checkpoint policy (see _maybe_checkpoint): writes since the last checkpoint, pool use, WAL size.
@@ -263,7 +299,7 @@ class Store:
         self._closed = False
         self._configured_pool_mb = buffer_pool_mb
         self._generation = 0  # bumped by reopen: connections of an older database are replaced
-        self._heavy = threading.Lock()  # admission: statements marked heavy run one at a time
+        self._heavy = threading.Lock()  # admission: one large stream at a time (see stream)
         self._recover_lock = threading.Lock()
         self._recoveries = 0  # pool recoveries so far (a failure seen before the latest one is settled)
         self.pool_failures = 0  # statements refused for lack of pool memory, for stats and doctor
@@ -412,7 +448,11 @@ class Store:
         return self._read(fn, heavy=True, retry=False)
 
     def _read(self, fn: Callable[[Connection], Any], *, heavy: bool, retry: bool = True) -> Any:
-        """A read through the gate, admitted one at a time if heavy.
+        """A read through the gate; a heavy one holds it exclusively, so it runs alone.
+
+        A statement whose memory grows with the store can exhaust the pool; alone, it fails alone.
+        (Several statements failing for lack of pool at once were seen to corrupt the engine's heap:
+        "free(): invalid next size", the daemon gone.)
 
         A statement refused for lack of buffer-pool memory (other calls held it) is retried once
         after the pool is recovered (see :meth:`recover_pool`); inside a write it is refused at
@@ -423,7 +463,7 @@ class Store:
         for attempt in range(3 if retry and not nested else 1):
             seen = self._recoveries
             try:
-                with self._heavy if heavy and not nested else contextlib.nullcontext(), self._gate.shared():
+                with self._gate.exclusive() if heavy and not nested else self._gate.shared():
                     return fn(self._conn())
             except Exception as exc:
                 if not pool_exhausted(exc):
@@ -431,9 +471,9 @@ class Store:
                 self.pool_failures += 1
                 log.warning("a read found the buffer pool full (attempt %d): %s", attempt + 1, first_line(exc))
                 if nested:
-                    raise PoolFull(pool_full_message(self.buffer_pool_mb)) from exc
+                    raise PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto)) from exc
             self.recover_pool(seen, reopen=attempt > 0)
-        raise PoolFull(pool_full_message(self.buffer_pool_mb))
+        raise PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto))
 
     def pages(self, statement: str, /, **params: Any) -> Iterator[dict[str, list[Any]]]:
         """The pages of a ``$after``/``$limit`` statement returning parallel lists led by ``ids``.
@@ -479,7 +519,7 @@ class Store:
                 raise
             self.pool_failures += 1
             self.recover_pool(seen)
-            raise PoolFull(pool_full_message(self.buffer_pool_mb)) from exc
+            raise PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto)) from exc
 
     def raw(self, text: str, params: dict[str, Any] | None = None) -> list[Row]:
         return self._read(lambda conn: conn.raw(text, params), heavy=False)
@@ -503,7 +543,14 @@ class Store:
             try:
                 with self._gate.shared():
                     conn = self._conn()
-                    self._begin(conn)
+                    try:
+                        self._begin(conn)
+                    except RuntimeError as exc:
+                        if not pool_exhausted(exc):
+                            raise
+                        self.pool_failures += 1
+                        full = True
+                        raise PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto)) from exc
                     tx = Tx(conn)
                     try:
                         yield tx
@@ -514,7 +561,7 @@ class Store:
                         if isinstance(exc, Exception) and pool_exhausted(exc):
                             self.pool_failures += not isinstance(exc, PoolFull)  # a nested read counted it
                             full = True
-                            raise PoolFull(pool_full_message(self.buffer_pool_mb)) from exc
+                            raise PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto)) from exc
                         raise
                     try:
                         conn.conn.execute("COMMIT")
@@ -526,7 +573,7 @@ class Store:
                         if pool_exhausted(exc):
                             self.pool_failures += 1
                             full = True
-                            raise PoolFull(pool_full_message(self.buffer_pool_mb)) from exc
+                            raise PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto)) from exc
                         raise self._commit_failed(exc) from exc
             finally:
                 if full and not self._failed:
@@ -625,7 +672,9 @@ class Store:
         engine still held. ``seen`` is :attr:`_recoveries` when the failure was observed: a
         recovery another thread finished since then is enough.
         """
-        with self._recover_lock:
+        # The writer first, as every write takes it before anything else: a write that failed while
+        # this thread waited for the writer recovers through this same path after its rollback.
+        with self._write_lock, self._recover_lock:
             if self._recoveries != seen or self._failed or self._closed:
                 return
             if not reopen:
@@ -711,6 +760,8 @@ class Store:
         try:
             conn.conn.execute("BEGIN TRANSACTION")
         except RuntimeError as exc:  # a transaction left open by an earlier failure
+            if pool_exhausted(exc):
+                raise  # write() answers it (PoolFull) and recovers the pool
             if "active transaction" not in str(exc).lower():
                 raise StoreError(f"could not start a write: {exc}") from exc
             with contextlib.suppress(Exception):

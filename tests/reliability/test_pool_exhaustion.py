@@ -9,6 +9,8 @@ ordinary tool calls at the same time.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -102,6 +104,10 @@ def test_a_full_pool_fails_alone_and_every_later_call_succeeds(small_pool: Keyme
         assert small["rows"] == [[1000]]
         pool = c.call("keymem.cli.ops:stats", {}, timeout=60)["process"]["buffer_pool"]
         assert pool["refused_statements"] >= 6 and pool["capacity_bytes"] == 64 * 1024 * 1024
+        doctor = subprocess.run([sys.executable, "-m", "keymem.cli.main", "doctor"], capture_output=True, text=True,
+                                env=km.env, timeout=120)
+        assert "buffer pool: 64.0 MiB (KEYMEM_BUFFER_POOL_MB); " in doctor.stdout, doctor.stdout
+        assert "statement(s) refused for lack of pool since the start" in doctor.stdout
         assert km.wait_daemon_ready()["pid"] == pid
     finally:
         c.close()
