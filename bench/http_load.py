@@ -278,6 +278,7 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
     # 2. load: HTTP and stdio clients at once, ``--rounds`` times (new sessions each round)
     rss_before = rss_mb(front_pid)
     progress = {"acked": 0, "calls": 0, "done": 0}
+    daemon_pids = {int((data_dir / "daemon.pid").read_text().split()[0])}  # more than one: a restart
     clients: list[Client] = []
     rounds: list[dict[str, float]] = []
     wall, cpu = 0.0, [0.0, 0.0, 0.0, 0.0]
@@ -317,6 +318,7 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
         kill_task = asyncio.ensure_future(kill) if kill else None
         results = [await asyncio.to_thread(conn.recv) for conn in conns]
         progress["done"] = 1
+        daemon_pids |= {daemon_pid, int((data_dir / "daemon.pid").read_text().split()[0])}
         wall += time.perf_counter() - t0
         cpu[0] += cpu_s(front_pid) - cpu0[0]
         cpu[1] += cpu_s(daemon_pid) - cpu0[1] if "killed" not in report else float("nan")
@@ -339,6 +341,15 @@ async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str,
                        "difference_ms": round(p95["http"] - p95["stdio"], 1)})
         print(f"round {r + 1}: recall p95 HTTP {p95['http']:.1f} ms, stdio {p95['stdio']:.1f} ms, "
               f"difference {p95['http'] - p95['stdio']:+.1f} ms", flush=True)
+    final_pid = int((data_dir / "daemon.pid").read_text().split()[0])
+    daemon_pids.add(final_pid)
+    killed = 1 if "killed" in report else 0
+    stats = json.loads(subprocess.run([*SERVER, "stats", "--json"], env=env, capture_output=True, text=True,
+                                      timeout=120).stdout or "{}").get("process") or {}
+    report["daemon"] = {"restarts": len(daemon_pids) - 1 - killed, "rss_mb": rss_mb(final_pid),
+                        "buffer_pool_mib": (stats.get("buffer_pool") or {}).get("capacity_bytes", 0) // 2**20,
+                        "pool_auto": (stats.get("buffer_pool") or {}).get("auto"),
+                        "refused_statements": (stats.get("buffer_pool") or {}).get("refused_statements")}
     load: dict[str, Any] = {"http_server_rss_mb": {"before": rss_before, "after": rss_mb(front_pid)}, "rounds": rounds, "wall_s": round(wall, 1), "calls": progress["calls"],
                             "calls_per_s": round(progress["calls"] / wall, 1),
                             "cpu_s": {"http_server": round(cpu[0], 1), "daemon": round(cpu[1], 1),
@@ -443,12 +454,17 @@ def main() -> int:
               f"p50 difference {hr['p50'] - sr['p50']:+.1f} ms")
     for line in ld["error_lines"]:
         print(f"  error: {line}")
+    d = report["daemon"]
+    print(f"daemon: {d['restarts']} restart(s) not caused by the kill; RSS {d['rss_mb']['VmRSS']} MiB at the end "
+          f"(peak {d['rss_mb']['VmHWM']} MiB); buffer pool {d['buffer_pool_mib']} MiB "
+          f"({'sized from the store' if d['pool_auto'] else 'KEYMEM_BUFFER_POOL_MB'}), "
+          f"{d['refused_statements']} statement(s) refused for lack of pool")
     w = report["writes"]
     print(f"writes: {w['acknowledged']} acknowledged, {w['checked']} owed and read back, {w['lost']} lost" + (f"; killed {report['killed']}" if "killed" in report else ""))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 0 if not (ld["http"]["errors"] or ld["stdio"]["errors"] or w["lost"]) else 1
+    return 0 if not (ld["http"]["errors"] or ld["stdio"]["errors"] or w["lost"] or d["restarts"]) else 1
 
 
 if __name__ == "__main__":

@@ -1,4 +1,3 @@
-// keymem: heavy (a whole-table read: it runs alone, see Store._read)
 MATCH (k:Key) WITH count(k) AS keys
 MATCH (m:Memory) WHERE m.active AND (m.expires_at IS NULL OR m.expires_at > $now) WITH keys, count(m) AS memories
 MATCH ()-[l:LINKS]->() RETURN keys, memories, count(l) AS links

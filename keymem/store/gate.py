@@ -5,7 +5,9 @@ transactions start, so a steady stream of reads (any busy daemon) starves it unt
 times out. Every read and write passes the gate shared; a checkpoint (snapshot, backup)
 takes it exclusively, so no new transaction starts while it waits. Shared entry is
 re-entrant per thread (a write transaction may read), and a waiting exclusive holder
-blocks new readers so it cannot starve.
+blocks new readers so it cannot starve. Readers that waited through an exclusive hold enter before
+the next exclusive holder, so back-to-back exclusive holds (heavy reads, a paged export) cannot
+starve them either.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ class Gate:
         self._owner: int | None = None
         self._depth = 0
         self._waiting = 0
+        self._shared_waiting = 0  # readers waiting to enter
+        self._readers_first = False  # set when an exclusive hold ends with readers waiting: they go next
         self._local = threading.local()
 
     @contextlib.contextmanager
@@ -36,8 +40,12 @@ class Gate:
                 self._local.n -= 1
             return
         with self._cond:
-            while self._owner is not None or self._waiting:
+            self._shared_waiting += 1
+            while self._owner is not None or (self._waiting and not self._readers_first):
                 self._cond.wait()
+            self._shared_waiting -= 1
+            if not self._shared_waiting:
+                self._readers_first = False
             self._readers += 1
         self._local.n = 1
         try:
@@ -63,7 +71,7 @@ class Gate:
                 self._depth += 1
             else:
                 self._waiting += 1
-                while self._owner is not None or self._readers:
+                while self._owner is not None or self._readers or self._readers_first:
                     self._cond.wait()
                 self._waiting -= 1
                 self._owner, self._depth = me, 1
@@ -74,4 +82,5 @@ class Gate:
                 self._depth -= 1
                 if self._depth == 0:
                     self._owner = None
+                    self._readers_first = self._shared_waiting > 0
                     self._cond.notify_all()
