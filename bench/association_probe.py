@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     model_dir = _common.minilm_dir()
     emb = _common.embedder(model_dir, threads=1)
-    from keymem.memory.associative import query_phrases
+    from keymem.memory.query import Query
     from keymem.memory.recall import named_keys, route_keys
 
     out: list[dict[str, Any]] = []
@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> None:
                 q = qa["question"]
                 r0 = [h.memory_id for h in g.recall_direct(query=q, top_k=100, hops=0, reinforce=False, rerank=False).results]
                 r2 = [h.memory_id for h in g.recall_direct(query=q, top_k=100, hops=2, reinforce=False, rerank=False).results]
-                vecs = g.embed([q, *query_phrases(q)])
-                routed = route_keys(g, vecs[0], named_keys(g, q, "default"), "default", 10)
-                for v in vecs[1:]:
+                analysed = Query.analyse(g, q)
+                routed = route_keys(g, analysed.vector, named_keys(g, analysed, "default"), "default", 10)
+                for v in analysed.phrase_vectors:
                     for k, c in g.vectors.search(v, "default", 5, min_score=g.thresholds.key_recall):
                         routed.setdefault(k, (c, "key_cosine"))
                 top5_keys: dict[str, int] = {}

@@ -48,7 +48,7 @@ import threading
 import time
 from array import array
 from collections import Counter, deque
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Collection, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -98,6 +98,10 @@ class _Vocab(dict[str, int]):
         """The id of ``term``'s stem if any document had it, without adding anything (queries)."""
         tid = self.get(term)
         return tid if tid is not None else self.stems.get(stem(term))
+
+    def find_stem(self, term_stem: str) -> int | None:
+        """The id of a stem if any document had it (``find`` of a term whose stem is known)."""
+        return self.stems.get(term_stem)
 
 
 @dataclass(slots=True, eq=False)
@@ -503,8 +507,13 @@ class LexicalIndex:
         """
         if k <= 0:
             return []
-        tokens = set(tokenize(query))
-        if not tokens:
+        return self.search_stems({stem(t) for t in tokenize(query)}, k, namespace, exclude)
+
+    def search_stems(
+        self, stems: Collection[str], k: int, namespace: str, exclude: Container[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """``search`` for a query already analysed: the stems of its terms (``memory.query.Query``)."""
+        if k <= 0 or not stems:
             return []
         with self._lock:
             shard = self._shards.get(namespace)
@@ -513,7 +522,7 @@ class LexicalIndex:
             vocab = self._vocab
             n = shard.n
             weights: dict[int, float] = {}
-            for tid in {vocab.find(t) for t in tokens}:
+            for tid in {vocab.find_stem(s) for s in stems}:
                 if tid is not None:
                     df = shard.df.get(tid, 0)
                     if df:

@@ -18,7 +18,6 @@ Scores are labelled with their kind (``rrf_fused_rank``, ``content_relevance``,
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,11 +26,12 @@ from keymem.index.bm25 import capped
 from keymem.memory.calls import DirectRequest
 from keymem.memory.evidence import Candidate, select_evidence
 from keymem.memory.navigate import contents
+from keymem.memory.query import Query
 from keymem.memory.recall import LITERAL, named_keys, route_keys
 from keymem.memory.validity import validity
 from keymem.memory.views import DirectHit, DirectResult
 from keymem.memory.write import LINK_INIT, LINK_MAX, LINK_MIN
-from keymem.text.tokenize import script_of, tokenize
+from keymem.text.tokenize import script_of
 
 if TYPE_CHECKING:
     from keymem.index.neighbourhood import Neighbourhood
@@ -55,15 +55,12 @@ ASSOC_WEIGHT = 1.0  # an association of 1 adds the best direct score (see associ
 ASSOC_WEIGHT_LOOSE = 0.25  # ... and this share of it when no seed is linked to a key the query names
 NAMED_BOOST = 0.3  # fused-score bonus for candidates linked to a hub key the query names
 KEY_WEIGHT = 0.3  # key-path share of the fused score (lexical = 1)
-PHRASES = 4  # query phrases embedded for key routing
 PHRASE_KEYS = 5  # concept keys routed per phrase
 ROUTE_KEYS = 10  # keys routed by the whole query
 # Hebbian updates: one statement for all links (planned as a scan: ~6 ms at 10k memories, ~85 ms at
 # 100k) while the store is small or the set large; else one primary-key statement per link (~1 ms).
 ADJUST_SINGLES = 48
 ADJUST_SCAN_MAX_MEMORIES = 20_000
-POSSESSIVE = re.compile(r"\b(my|our|mine|ours)\b", re.I)
-PHRASE_QUERY_MAX_CHARS = 500  # longer queries (prompts) route by the whole text only
 
 
 def _fuse(lex: list[tuple[str, float]], keyed: list[tuple[str, float]],
@@ -93,21 +90,6 @@ def _fuse(lex: list[tuple[str, float]], keyed: list[tuple[str, float]],
     return {mid: Candidate(mid, score, lexical=lexical.get(mid, 0.0)) for mid, score in total.items()}
 
 
-def query_phrases(query: str) -> list[str]:
-    """Key-like phrases of a query (its suggested concept keys), embedded apart from the query.
-
-    A whole question embeds far from a two-word key ("When did Melanie paint a sunrise?" vs
-    "sunrise"), so the question alone routes few concept keys; its phrases route them by
-    meaning ("paint" -> "painting"). Names already route literally.
-    """
-    from keymem.text.suggest import suggest_keys
-
-    if len(query) > PHRASE_QUERY_MAX_CHARS:
-        return []
-    found = [k for k, kind in suggest_keys(query, max_keys=PHRASES + 2) if kind == "concept"]
-    return [p for p in found if p.lower() != query.lower()][:PHRASES]
-
-
 def _route_phrases(graph: Parts, routed: dict[str, tuple[float, str]], vecs: Any, namespace: str) -> None:
     threshold = graph.thresholds.key_recall
     for vec in vecs:
@@ -133,14 +115,6 @@ def _hub_names(graph: Parts, routed: dict[str, tuple[float, str]], fan: dict[str
     if not ids:
         return {}
     return {k["id"]: k["text"] for k in graph.mirror.keys(ids)}
-
-
-def _without_names(query: str, names: list[str]) -> str:
-    """The query minus the given names (and their possessive), if anything searchable is left."""
-    out = query
-    for name in names:
-        out = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", out, flags=re.I)
-    return out if out != query and tokenize(out) else query
 
 
 def _named_members(graph: Parts, hubs: dict[str, str], ids: set[str]) -> set[str]:
@@ -297,10 +271,9 @@ class Ranking:
     included); ``anchors`` are the keys the query names specifically (see :func:`anchor_keys`).
     """
 
-    query: str
+    query: Query
     namespace: str
     now: float
-    qvec: Any
     routed: dict[str, tuple[float, str]]
     fan: dict[str, int]
     anchors: list[str]
@@ -317,13 +290,13 @@ class Ranking:
         return capped(self.lexical[0][1]) if self.lexical else 0.0
 
 
-def anchor_keys(graph: Parts, query: str, routed: dict[str, tuple[float, str]], fan: dict[str, int]) -> list[str]:
+def anchor_keys(graph: Parts, query: Query, routed: dict[str, tuple[float, str]], fan: dict[str, int]) -> list[str]:
     """Routed keys the query names specifically: a name or proper noun, or a key of several words,
     matched literally, that is not a hub. A common word matched literally ("blue", "work") is
     no anchor: prompts about nothing stored match such keys as often as real questions do;
     unless the query speaks of the user's own things ("my dog", "our garden")."""
     literal = [k for k, (_, kind) in routed.items() if kind == LITERAL and 0 < fan.get(k, 0) <= HUB_FANOUT]
-    mine = bool(POSSESSIVE.search(query))  # "my dog": the user's own thing, whatever word names it
+    mine = query.possessive  # "my dog": the user's own thing, whatever word names it
     out = []
     for row in graph.mirror.keys(literal):
         if mine or row["key_type"] != "concept" or len(row["text"].split()) >= 2:
@@ -331,23 +304,23 @@ def anchor_keys(graph: Parts, query: str, routed: dict[str, tuple[float, str]], 
     return sorted(out)
 
 
-def rank(graph: Parts, query: str, namespace: str, hops: int) -> Ranking:
-    """Lexical + key path fused, then association over ``hops`` (see the module docstring)."""
+def rank(graph: Parts, query: Query, namespace: str, hops: int) -> Ranking:
+    """Lexical + key path fused, then association over ``hops`` (see the module docstring).
+
+    ``query`` was analysed once by the entry point (``Query.analyse``); its embedding computes on a
+    worker thread while the name lookups run.
+    """
     ns = namespace
     now = graph.now()
-    phrases = query_phrases(query)
-    pending = graph.embed_soon([query, *phrases])  # beside the name lookups (ONNX leaves the GIL)
     literal = named_keys(graph, query, ns)
-    vecs = pending.result()
-    qvec = vecs[0]
-    routed = route_keys(graph, qvec, literal, ns, ROUTE_KEYS)
-    _route_phrases(graph, routed, vecs[1:], ns)
+    routed = route_keys(graph, query.vector, literal, ns, ROUTE_KEYS)
+    _route_phrases(graph, routed, query.phrase_vectors, ns)
     fan = _fans(graph, routed)
     # A named hub ("When did Melanie ...?" where Melanie said half of everything): BM25 would
     # rank her shortest memories first on the name alone. Search without the name, then
     # prefer her memories among the candidates (NAMED_BOOST in the fused score).
     hubs = _hub_names(graph, routed, fan)
-    lex = graph.lexical.search(_without_names(query, list(hubs.values())), LEXICAL_POOL, ns)
+    lex = graph.lexical.search_stems(query.lexical_stems(list(hubs.values())), LEXICAL_POOL, ns)
     keyed, via, seen_links = _key_path(graph, routed, ns, now, fan)
     named = _named_members(graph, hubs, {m for m, _ in lex} | {m for m, _ in keyed})
     cands = _fuse(lex, keyed, named)
@@ -381,7 +354,7 @@ def rank(graph: Parts, query: str, namespace: str, hops: int) -> Ranking:
                 a *= factors[mid]
             c.score += scale * a
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))
-    return Ranking(query=query, namespace=ns, now=now, qvec=qvec, routed=routed, fan=fan,
+    return Ranking(query=query, namespace=ns, now=now, routed=routed, fan=fan,
                    anchors=anchors, anchored=anchored, ranked=ranked, association=found, lexical=lex,
                    key_path=keyed, seen_links=seen_links, texts=_Texts(graph))
 
@@ -390,7 +363,8 @@ def recall_direct(graph: Parts, request: DirectRequest, *, reinforce: bool = Tru
     query, top_k, ns = request.query, request.top_k, request.namespace
     hops = graph.settings.recall_hops if request.hops is None else request.hops
     use_rerank, explain = request.rerank, request.explain
-    r = rank(graph, query, ns, hops)
+    q = Query.analyse(graph, query)
+    r = rank(graph, q, ns, hops)
     now, text = r.now, r.texts
     ranked = [Candidate(c.memory_id, c.score, c.hops, list(c.via_keys), c.lexical, c.direct) for c in r.ranked]
     for pos, c in enumerate(ranked, start=1):
@@ -409,7 +383,7 @@ def recall_direct(graph: Parts, request: DirectRequest, *, reinforce: bool = Tru
         kind = "cross_encoder_logit"
         gate = graph.settings.rerank_min_score
         top = pool[0]
-        if gate is not None and top.score < gate and script_of(query) == script_of(text[top.memory_id]):
+        if gate is not None and top.score < gate and q.script == script_of(text[top.memory_id]):
             rejected = True
     picks = [] if rejected else ranked[:top_k]
     if not rejected and graph.settings.task_evidence_selection:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from keymem.memory.associative import HUB_FANOUT, Ranking, rank
 from keymem.memory.calls import DIRECT_QUERY_CHARS, InjectRequest, RecallRequest
 from keymem.memory.keys import key_views
+from keymem.memory.query import Query
 from keymem.memory.recall import COSINE, LITERAL, lexical_keys
 from keymem.memory.validity import validity
 from keymem.memory.views import (
@@ -42,6 +43,7 @@ from keymem.memory.views import (
 
 if TYPE_CHECKING:
     from keymem.memory.parts import Parts
+    from keymem.settings import Settings
 
 STRONG_COSINE = 0.8  # a concept key routed this close makes a query confident (with its memories on top)
 WEAK_LEXICAL = 0.85  # capped BM25 below this, with no confident key: the tool says nothing matched
@@ -65,6 +67,19 @@ class Recipe:
 TOOL = Recipe()
 HOOK = Recipe(budget_tokens=350, max_direct=2, max_associated=2, direct_share=0.6, min_association=0.2,
               need_confidence=True)
+
+
+def hook_recipe(settings: Settings) -> Recipe:
+    """The hook's recipe with the settings' limits (most memories injected, association floor)."""
+    limit = settings.inject_max
+    return replace(HOOK, max_direct=min(HOOK.max_direct, limit), max_associated=max(0, limit - HOOK.max_direct),
+                   min_association=settings.inject_min_association)
+
+
+def ranking(graph: Parts, text: str, namespace: str, *, own: str | None = None) -> Ranking:
+    """The one ranking the tool and the hook deliver from: ``text`` analysed once (``Query``), ranked
+    with the settings' hops. ``own``: the caller's query when ``text`` has a context appended."""
+    return rank(graph, Query.analyse(graph, text, own=own), namespace, graph.settings.recall_hops)
 
 
 @dataclass
@@ -123,7 +138,7 @@ def deliver(graph: Parts, r: Ranking, recipe: Recipe) -> Delivery:
         text = r.texts.get([c.memory_id for c in pool])
         pool = [c for c in pool if c.memory_id in text]
         if pool:
-            logits = reranker.score(r.query, [text[c.memory_id] for c in pool])
+            logits = reranker.score(r.query.text, [text[c.memory_id] for c in pool])
             order = sorted(zip(logits.tolist(), pool, strict=True), key=lambda t: (-t[0], t[1].memory_id))
             picked = [(c.memory_id, float(logit), 0) for logit, c in order[: recipe.max_direct]]
             reranked = True
@@ -182,9 +197,9 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
     query, top_k, ns, context, explain = (request.query, request.top_k, request.namespace, request.context,
                                           request.explain)
     text = f"{query}\n{context}"[:DIRECT_QUERY_CHARS] if context else query
-    r = rank(graph, text, ns, graph.settings.recall_hops)
+    r = ranking(graph, text, ns, own=query)
     now = r.now
-    scored = dict(r.routed) or lexical_keys(graph, query, ns)
+    scored = dict(r.routed) or lexical_keys(graph, r.query, ns)
     # Only the best-scored keys get a view (counts, aliases, specificity): twice top_k, plus any
     # tied with the last of them.
     ranked_scores = sorted((s for s, _ in scored.values()), reverse=True)
@@ -196,7 +211,7 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
     views = views[:top_k]
     found = deliver(graph, r, TOOL if request.budget is None else replace(TOOL, budget_tokens=request.budget))
     if views:  # a read through one of them teaches the query as an alias (autokey)
-        graph.autokey.note_route(query, r.qvec, [v.key_id for v in views])
+        graph.autokey.note_route(query, r.query.vector, [v.key_id for v in views])
     memories = [RecalledMemory(memory_id=d.memory_id, content=d.content, hops=d.hops, via=d.path,
                                validity=d.validity) for d in found.memories]
     memory = _preview(graph, memories[0], views) if memories else None
@@ -231,11 +246,8 @@ def _preview(graph: Parts, first: RecalledMemory, views: list[KeyView]) -> Memor
 def recall_inject(graph: Parts, request: InjectRequest) -> InjectResult:
     """Memories for the prompt hook: nothing unless the prompt names something stored; then the
     best direct hits and the strongest associations, each with its path."""
-    r = rank(graph, request.prompt, request.namespace, graph.settings.recall_hops)
-    limit = graph.settings.inject_max
-    recipe = replace(HOOK, max_direct=min(HOOK.max_direct, limit), max_associated=max(0, limit - HOOK.max_direct),
-                     min_association=graph.settings.inject_min_association)
-    chosen = deliver(graph, r, recipe).memories[:limit]
+    r = ranking(graph, request.prompt, request.namespace)
+    chosen = deliver(graph, r, hook_recipe(graph.settings)).memories[:graph.settings.inject_max]
     if not chosen:
         return InjectResult(memory_ids=[], text="")
     return InjectResult(memory_ids=[d.memory_id for d in chosen], text=inject_text(chosen))

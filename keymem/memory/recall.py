@@ -7,7 +7,6 @@ key "Dorian Achebe"), since people are asked about by first name.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,25 +14,22 @@ import numpy as np
 from keymem.index.bm25 import capped
 from keymem.memory.keys import keys_by_names
 from keymem.memory.names import name_id
-from keymem.text.tokenize import literal_tokens
 
 if TYPE_CHECKING:
     from keymem.memory.parts import Parts
+    from keymem.memory.query import Query
 
-CAPITALISED = re.compile(r"(?<![\w'’])[A-Z][\w'’]*(?:[.-][\w'’]+)*")
 LITERAL = "literal_match"
 COSINE = "key_cosine"
 LEXICAL = "content_relevance"
 
 
-def named_keys(graph: Parts, query: str, namespace: str) -> list[str]:
+def named_keys(graph: Parts, query: Query, namespace: str) -> list[str]:
     """Keys the query names literally (names, aliases, any key text among its word n-grams), and
     names of several words the query gives part of ("Dorian" for the key "Dorian Achebe")."""
-    literal = literal_tokens(query)
     found = [key["id"] for key in keys_by_names(graph, graph.store.query,
-                                                sorted(name_id(namespace, t) for t in literal)).values()]
-    capitals = [w.removesuffix("'s").removesuffix("’s") for w in CAPITALISED.findall(query)]
-    return found + [k for k in graph.mirror.name_part_keys(namespace, capitals) if k not in found]
+                                                sorted(name_id(namespace, t) for t in query.literal)).values()]
+    return found + [k for k in graph.mirror.name_part_keys(namespace, query.capitals) if k not in found]
 
 
 def route_keys(graph: Parts, qvec: np.ndarray, named: list[str], namespace: str,
@@ -48,9 +44,10 @@ def route_keys(graph: Parts, qvec: np.ndarray, named: list[str], namespace: str,
     return found
 
 
-def lexical_keys(graph: Parts, query: str, namespace: str) -> dict[str, tuple[float, str]]:
-    """When no key routes, the keys of the best lexical memories (capped BM25 as relevance)."""
-    hits = graph.lexical.search(query, 3, namespace)
+def lexical_keys(graph: Parts, query: Query, namespace: str) -> dict[str, tuple[float, str]]:
+    """When no key routes, the keys of the best lexical memories for the caller's own query (capped
+    BM25 as relevance)."""
+    hits = graph.lexical.search_stems(query.own_stems, 3, namespace)
     found: dict[str, tuple[float, str]] = {}
     if not hits:
         return found

@@ -17,6 +17,7 @@ def test_embed_soon_matches_embed_and_close_stops_its_threads(graph: MemoryGraph
 
 
 def test_recall_gives_the_same_keys_as_routing_one_step_at_a_time(graph: MemoryGraph) -> None:
+    from keymem.memory.query import Query
     from keymem.memory.recall import named_keys, route_keys
 
     graph.remember(content="Melanie painted a sunrise by the lake", keys=["Melanie", "painting", "sunrise"],
@@ -24,6 +25,8 @@ def test_recall_gives_the_same_keys_as_routing_one_step_at_a_time(graph: MemoryG
     graph.remember(content="Caroline went to a pottery class", keys=["Caroline", "pottery"],
                    key_types=["name", "concept"])
     query = "What did Melanie paint?"
-    routed = route_keys(graph, graph.embed([query])[0], named_keys(graph, query, "default"), "default", 5)
+    analysed = Query.analyse(graph, query)
+    assert np.array_equal(analysed.vector, graph.embed([query, *analysed.phrases])[0])
+    routed = route_keys(graph, analysed.vector, named_keys(graph, analysed, "default"), "default", 5)
     got = {k.key_id for k in graph.recall(query=query).keys}
     assert got and got <= set(routed)

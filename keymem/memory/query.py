@@ -1,0 +1,129 @@
+"""One query, analysed once where a recall enters, and read by every stage of the ranking.
+
+The ``recall`` tool, the prompt hook and ``recall_direct`` each build a :class:`Query` from the
+text they rank (``Query.analyse``) and hand it to ``associative.rank``; routing, BM25, the
+hub-name filter, anchors, the reranker and autokey read its fields instead of analysing the text
+again. A recall used to tokenize its query in four places (the phrase suggester, the literal-name
+lookup, the hub-name filter, BM25) and run the word patterns on it in others.
+
+Fields, all computed by ``analyse`` (the embedding on a worker thread meanwhile):
+
+* ``tokens`` / ``stems``: BM25 terms (``text.tokenize``) and their index forms (``text.stem``), what
+  ``LexicalIndex.search_stems`` takes;
+* ``literal``: word n-grams for literal key and name matching (``text.tokenize.literal_tokens``);
+* ``capitals``: capitalised words, possessive stripped (a first name finds "Dorian Achebe");
+* ``phrases``: key-like concept phrases (``text.suggest``), embedded beside the text to route
+  concept keys by meaning; none for a long prompt;
+* ``possessive``: the query speaks of the user's own things ("my dog");
+* ``embedding``: the vectors of the text and its phrases (a future: ONNX leaves the GIL, so the
+  name lookups run while it computes).
+
+Analyses only some paths need are made on first use and kept: the BM25 stems of the query
+without the hub names it mentions (``lexical_stems``), the stems of the caller's own query when a
+context was appended (``own_stems``), its script (``script``).
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from keymem.text.stem import stem
+from keymem.text.tokenize import Script, literal_tokens, script_of, tokenize
+
+if TYPE_CHECKING:
+    from keymem.memory.parts import Parts
+
+PHRASES = 4  # query phrases embedded for key routing
+PHRASE_QUERY_MAX_CHARS = 500  # longer queries (prompts) route by the whole text only
+CAPITALISED = re.compile(r"(?<![\w'’])[A-Z][\w'’]*(?:[.-][\w'’]+)*")
+POSSESSIVE = re.compile(r"\b(my|our|mine|ours)\b", re.I)
+
+
+def query_phrases(query: str) -> list[str]:
+    """Key-like phrases of a query (its suggested concept keys), embedded apart from the query.
+
+    A whole question embeds far from a two-word key ("When did Melanie paint a sunrise?" vs
+    "sunrise"), so the question alone routes few concept keys; its phrases route them by
+    meaning ("paint" -> "painting"). Names already route literally.
+    """
+    from keymem.text.suggest import suggest_keys
+
+    if len(query) > PHRASE_QUERY_MAX_CHARS:
+        return []
+    found = [k for k, kind in suggest_keys(query, max_keys=PHRASES + 2) if kind == "concept"]
+    return [p for p in found if p.lower() != query.lower()][:PHRASES]
+
+
+def stems_of(tokens: tuple[str, ...] | list[str]) -> frozenset[str]:
+    """The index forms of BM25 terms, each once (what a lexical search weighs)."""
+    return frozenset(map(stem, tokens))
+
+
+@dataclass(frozen=True, eq=False)
+class Query:
+    """A query's text and everything the ranking reads of it (see the module docstring)."""
+
+    text: str
+    tokens: tuple[str, ...]
+    stems: frozenset[str]
+    literal: frozenset[str]
+    capitals: tuple[str, ...]
+    phrases: tuple[str, ...]
+    possessive: bool
+    embedding: Future[np.ndarray]
+    own_text: str  # the caller's query: ``text`` without a context the recall tool appended
+    _lexical: dict[tuple[str, ...], frozenset[str]] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def analyse(cls, graph: Parts, text: str, *, own: str | None = None) -> Query:
+        """Analyse ``text`` once; its embedding (with its phrases') starts on a worker thread."""
+        phrases = tuple(query_phrases(text))
+        embedding = graph.embed_soon([text, *phrases])
+        tokens = tuple(tokenize(text))
+        capitals = tuple(w.removesuffix("'s").removesuffix("’s") for w in CAPITALISED.findall(text))
+        return cls(text=text, tokens=tokens, stems=stems_of(tokens), literal=frozenset(literal_tokens(text)),
+                   capitals=capitals, phrases=phrases, possessive=bool(POSSESSIVE.search(text)),
+                   embedding=embedding, own_text=text if own is None else own)
+
+    @property
+    def vector(self) -> np.ndarray:
+        """The embedding of the whole text (waits for the worker)."""
+        return self.embedding.result()[0]
+
+    @property
+    def phrase_vectors(self) -> np.ndarray:
+        return self.embedding.result()[1:]
+
+    def lexical_stems(self, names: list[str]) -> frozenset[str]:
+        """BM25 stems of the query without ``names`` (and their possessive), if anything searchable is left.
+
+        A named hub ("When did Melanie ...?" where Melanie said half of everything) would make BM25
+        rank her shortest memories first on the name alone; the ranking searches without it.
+        """
+        if not names:
+            return self.stems
+        key = tuple(names)
+        found = self._lexical.get(key)
+        if found is None:
+            out = self.text
+            for name in names:
+                out = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", out, flags=re.I)
+            rest = tokenize(out) if out != self.text else []
+            found = self._lexical[key] = stems_of(rest) if rest else self.stems
+        return found
+
+    @cached_property
+    def own_stems(self) -> frozenset[str]:
+        """BM25 stems of the caller's own query (the text without an appended context)."""
+        return self.stems if self.own_text == self.text else stems_of(tokenize(self.own_text))
+
+    @cached_property
+    def script(self) -> Script:
+        """The text's dominant writing system (the reranker's not-found gate compares it)."""
+        return script_of(self.text)
