@@ -314,7 +314,7 @@ def _is_daemon(pid: int) -> bool:
 def setting_differences(info: dict[str, Any], settings: Settings) -> list[tuple[str, str, str]]:
     """``(variable, this client's value, the daemon's)`` for each daemon setting that differs
     (:data:`keymem.settings.DAEMON_SETTINGS`); a daemon of an older keymem is compared on its model alone."""
-    from keymem.settings import daemon_view
+    from keymem.server.protocol import daemon_view
 
     mine = daemon_view(settings)
     theirs = info.get("settings")

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from keymem import __version__
 from keymem.errors import InvalidInput, KeymemError, PoolFull, StoreError, shown
-from keymem.server.protocol import PROTOCOL_VERSION, TOOLS, WRITES
-from keymem.settings import Settings, daemon_view
+from keymem.server.protocol import PROTOCOL_VERSION, TOOLS, WRITES, daemon_view
+from keymem.settings import Settings
 
 if TYPE_CHECKING:
     from keymem.memory.graph import MemoryGraph

@@ -28,10 +28,13 @@ import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from keymem.errors import InvalidInput, KeymemError, ModelError, NotFound, StoreError
 from keymem.paths import ensure_private_dir  # noqa: F401 (the daemon and client use it from here)
+
+if TYPE_CHECKING:
+    from keymem.settings import Settings
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024  # remember_batch: 1000 items x 100k chars fits
@@ -281,3 +284,35 @@ def read_pid(path: Path) -> int | None:
         return int(path.read_text().strip())
     except (OSError, ValueError):
         return None
+
+
+_LOCAL_ONLY = ("local_embedding_model", "local_embedding_model_path", "local_embedding_model_file")
+_OPENAI_ONLY = ("openai_embedding_model", "openai_base_url")
+_RERANK_ONLY = ("rerank_model_path", "rerank_pool", "rerank_min_score")
+
+
+def daemon_view(settings: Settings) -> dict[str, str]:
+    """The values of :data:`DAEMON_SETTINGS` that apply, as text by variable name (what ``ping`` reports
+    and clients compare): the effective backend, a model's canonical name, absolute paths."""
+    from keymem.models.profiles import find_model
+    from keymem.settings import DAEMON_SETTINGS, VARS
+
+    out: dict[str, str] = {}
+    for name in DAEMON_SETTINGS:
+        if (name in _LOCAL_ONLY and settings.backend != "local") or (name in _OPENAI_ONLY and settings.backend != "openai") \
+                or (name in _RERANK_ONLY and not settings.rerank):
+            continue
+        value: Any = settings.backend if name == "embedding_backend" else getattr(settings, name)
+        if name == "local_embedding_model":
+            profile = find_model(value)
+            value = profile.name if profile else value
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif value is None:
+            text = "unset"
+        elif isinstance(value, Path):
+            text = os.path.abspath(value)
+        else:
+            text = str(value)
+        out[VARS[name].env] = text
+    return out
