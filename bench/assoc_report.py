@@ -259,4 +259,9 @@ def print_tables(res: dict[str, Any]) -> None:
         for t in res["targets"]:
             mark = "-" if t["met"] is None else ("met" if t["met"] else "MISSED")
             print(f"  {t['target']:<44} {_pct(t['figure']):>5}  want {t['want']:<8} {mark}")
+    failures = [r["id"] for r in res["rows"] if r["hook"].get("failure")]
+    failures += [u["id"] for u in res["unrelated_rows"] if u.get("hook_failure")]
+    errors = [r["id"] for r in res["rows"] if r["recall"].get("error") or r["navigation"].get("errors")]
+    print(f"\nhook failures (time limit, no daemon): {len(failures)} {failures[:10]}; tool errors: {len(errors)} "
+          f"{errors[:10]}")
     print(f"\nseconds: {res['seconds']}")

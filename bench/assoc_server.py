@@ -57,18 +57,21 @@ def hook_payload(prompt: str, cwd: str) -> dict[str, Any]:
             "hook_event_name": "UserPromptSubmit", "prompt": prompt}
 
 
-def run_hook(env: dict[str, str], prompt: str, cwd: str) -> tuple[str, float]:
-    """The real ``keymem hook`` process: its ``additionalContext`` ("" when it printed nothing), seconds."""
+def run_hook(env: dict[str, str], prompt: str, cwd: str) -> tuple[str, float, str]:
+    """The real ``keymem hook`` process: its ``additionalContext`` ("" when it printed nothing), seconds,
+    and the failure it reported ("" when none: a hook that fails, e.g. by its time limit on a loaded
+    machine, prints nothing, which must not count as keeping quiet)."""
     t0 = time.perf_counter()
     proc = subprocess.run([*SERVER_CMD, "hook"], input=json.dumps(hook_payload(prompt, cwd)), capture_output=True,
-                          text=True, env=env, timeout=120)
+                          text=True, env={**env, "KEYMEM_LOG_LEVEL": "DEBUG"}, timeout=120)
     elapsed = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"keymem hook exited {proc.returncode}: {proc.stderr[-500:]}")
+    failure = " ".join(line for line in proc.stderr.splitlines() if line.startswith("keymem hook:"))
     if not proc.stdout.strip():
-        return "", elapsed
+        return "", elapsed, failure
     out = json.loads(proc.stdout)
-    return str(out["hookSpecificOutput"]["additionalContext"]), elapsed
+    return str(out["hookSpecificOutput"]["additionalContext"]), elapsed, failure
 
 
 def injected_ids(text: str, known: dict[str, str]) -> list[str]:
@@ -113,16 +116,17 @@ async def server_paths(env: dict[str, str], work: Path, cases: list[dict[str, An
             t0 = time.perf_counter()
             for case in cases:
                 content = case["memories"][case["target"]]["content"]
-                ctx, secs = await asyncio.to_thread(run_hook, env, case["question"], str(work))
+                ctx, secs, failure = await asyncio.to_thread(run_hook, env, case["question"], str(work))
                 out["hook"][case["id"]] = {"hit": holds(ctx, content), "injected": injected_ids(ctx, label_of),
-                                           "tokens": ntok(ctx), "seconds": round(secs, 3), "text": ctx}
+                                           "tokens": ntok(ctx), "seconds": round(secs, 3), "text": ctx,
+                                           "failure": failure}
             out["seconds"]["hook"] = round(time.perf_counter() - t0, 1)
 
             t0 = time.perf_counter()
             for u in unrelated:
                 prompt = u["prompt"]
                 text, structured, err = await mcp_call(client, "recall", {"query": prompt})
-                ctx, secs = await asyncio.to_thread(run_hook, env, prompt, str(work))
+                ctx, secs, failure = await asyncio.to_thread(run_hook, env, prompt, str(work))
                 shown = previews(structured)
                 out["unrelated"].append({
                     "id": u["id"], "prompt": prompt, "hard": u["hard"], "near_key": u["near_key"],
@@ -132,7 +136,7 @@ async def server_paths(env: dict[str, str], work: Path, cases: list[dict[str, An
                     "recall_delivered": [label_of.get(m, "?") for m in delivered_ids(structured)],
                     "recall_scores": [m.get("score") for m in shown],
                     "hook_injects": bool(ctx), "hook_tokens": ntok(ctx), "hook_injected": injected_ids(ctx, label_of),
-                    "error": err, "recall_text": text, "hook_text": ctx})
+                    "error": err, "hook_failure": failure, "recall_text": text, "hook_text": ctx})
             out["seconds"]["unrelated"] = round(time.perf_counter() - t0, 1)
 
             # Last: read_memory writes (an access, a Hebbian step on the link it came through).

@@ -298,7 +298,7 @@ def test_report_by_hops_and_tag(cases: ModuleType, report: ModuleType, capsys: p
     u = report.unrelated_summary(unrelated)
     assert (u["all"]["hook_silent"], u["plain"]["hook_silent"], u["hard"]["hook_silent"]) == (0.5, 1.0, 0.0)
     assert u["plain"]["recall_not_confident"] == 1.0 and u["hard"]["recall_presents"] == 1
-    res = {"cases_file": "v2.jsonl", "cases": 2, "summary": s, "unrelated": u, "rows": rows,
+    res = {"cases_file": "v2.jsonl", "cases": 2, "summary": s, "unrelated": u, "rows": rows, "unrelated_rows": unrelated,
            "store": {"memories": 50, "case_memories": 7, "hub_fillers": 40, "distractors": 3, "convs": ["conv-26"],
                      "seed": 30}, "navigation": {"calls": 4, "budget_tokens": 1500}, "seconds": {}}
     res["targets"] = report.targets(res)
@@ -309,7 +309,14 @@ def test_report_by_hops_and_tag(cases: ModuleType, report: ModuleType, capsys: p
     report.print_unrelated_row(unrelated[1])
     out = capsys.readouterr().out
     assert "three-hop" in out and "keyform" in out and "issue 37 targets" in out and "MISSED" in out
-    assert "presents h3-t-quill#4 confident=True" in out
+    assert "presents h3-t-quill#4 confident=True" in out and "hook failures (time limit, no daemon): 0" in out
+
+
+def test_a_hook_that_fails_is_not_a_quiet_hook(server: ModuleType, minilm_dir: Path, tmp_path: Path) -> None:
+    """The real hook with no daemon to ask prints nothing; the benchmark records why."""
+    env = server.server_env(tmp_path / "data", minilm_dir)
+    ctx, seconds, failure = server.run_hook(env, "What is 17 times 23?", str(tmp_path))
+    assert ctx == "" and seconds > 0 and failure.startswith("keymem hook:")
 
 
 def test_core_on_a_tiny_store(store: ModuleType, agent: ModuleType, graph: MemoryGraph, minilm_dir: Path) -> None:
