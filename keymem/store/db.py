@@ -443,8 +443,8 @@ class Store:
         return self._read(lambda conn: conn.run(statement, params), heavy=cypher.load(statement).heavy)
 
     def adhoc(self, fn: Callable[[Connection], Row], /) -> Row:
-        """Run a statement keymem did not write (the console) as a heavy read: one at a time, and a
-        full pool answered like any other call's."""
+        """Run a statement keymem did not write (the console) as a heavy read: alone, refused in one
+        line (:class:`PoolFull`) if the pool cannot hold it, and not tried again."""
         return self._read(fn, heavy=True, retry=False)
 
     def _read(self, fn: Callable[[Connection], Any], *, heavy: bool, retry: bool = True) -> Any:
@@ -454,9 +454,10 @@ class Store:
         (Several statements failing for lack of pool at once were seen to corrupt the engine's heap:
         "free(): invalid next size", the daemon gone.)
 
-        A statement refused for lack of buffer-pool memory (other calls held it) is retried once
-        after the pool is recovered (see :meth:`recover_pool`); inside a write it is refused at
-        once (the write rolls back and recovers). A refusal is :class:`PoolFull`, one line.
+        A statement refused for lack of buffer-pool memory is tried again after a checkpoint, then
+        once more after the database is opened again in the process (:meth:`recover_pool`); inside
+        a write it is refused at once (the write rolls back and recovers). A refusal is
+        :class:`PoolFull`, one line.
         """
         self._check()
         nested = self._gate.held()
