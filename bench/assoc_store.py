@@ -44,14 +44,14 @@ WRITE_PATH = ("keymem/memory/write.py", "keymem/store/migrations.py", "keymem/te
 FILLER_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("User listened to a podcast episode about {key} on the commute {when}.", ("podcast", "commute")),
     ("{person} mentioned {key} in passing over lunch {when}.", ("lunch chat",)),
-    ("User bookmarked an article about {key} to read later.", ("reading list", "article")),
+    ("User bookmarked an article about {key} {when} to read later.", ("reading list", "article")),
     ("A newsletter the user subscribes to had a short piece on {key} {when}.", ("newsletter",)),
     ("User saw a thread about {key} trending online {when} and skimmed the replies.", ("social media",)),
     ("{person} asked the user for an opinion on {key}; the user said they would think about it.",
      ("opinions",)),
     ("User watched a short video about {key} while waiting for the kettle {when}.", ("videos", "tea break")),
     ("There was a talk about {key} at a meetup the user attended {when}.", ("meetup", "talks")),
-    ("User jotted down a note to look into {key} some time, no rush.", ("notes", "someday list")),
+    ("User jotted down a note {when} to look into {key} some time, no rush.", ("notes", "someday list")),
     ("The user's friend {person} posted photos that had something to do with {key} {when}.",
      ("photos", "friends")),
     ("User heard a radio segment that touched on {key} {when}.", ("radio",)),
@@ -59,7 +59,7 @@ FILLER_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("{person} forwarded the user a link about {key}; the user has not opened it yet.", ("links",)),
     ("User overheard two people on the train talking about {key} {when}.", ("train journey", "overheard")),
     ("The user's group chat had a few jokes about {key} {when}.", ("group chat", "jokes")),
-    ("User read a magazine interview in which someone brought up {key}.", ("magazine", "interviews")),
+    ("User read a magazine interview {when} in which someone brought up {key}.", ("magazine", "interviews")),
     ("User noticed an advert that mentioned {key} at the bus stop {when}.", ("adverts", "bus stop")),
     ("{person} is curious about {key} and may ask the user about it at some point.", ("curiosity",)),
     ("User searched for general information about {key} {when} but found nothing new.", ("web search",)),
@@ -92,7 +92,8 @@ def hub_keys(cases: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 def hub_items(cases: list[dict[str, Any]], per_key: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
-    """``per_key`` filler memories under each hub key (label ``hub:<key>#<n>``), deterministic.
+    """``per_key`` filler memories under each hub key (label ``hub:<key>#<n>``), deterministic, each
+    text different (the store would merge two equal ones into one memory).
 
     People whose name shares a word with any case are left out, so a filler never names a case's entity.
     """
@@ -104,10 +105,15 @@ def hub_items(cases: list[dict[str, Any]], per_key: int, seed: int) -> list[tupl
         rng = random.Random(f"{seed}/hub/{norm_key(key)}")
         templates = list(FILLER_TEMPLATES)
         rng.shuffle(templates)
+        written: set[str] = set()
         for n in range(per_key):
             text, own = templates[n % len(templates)]
-            person = rng.choice(people)
-            content = text.format(key=key, person=person, when=rng.choice(FILLER_WHEN))
+            for _ in range(100):  # another person or time until the text is new
+                person = rng.choice(people)
+                content = text.format(key=key, person=person, when=rng.choice(FILLER_WHEN))
+                if content.casefold() not in written:
+                    break
+            written.add(content.casefold())
             keys = [(key, kind), *((k, "concept") for k in own)]
             if "{person}" in text:
                 keys.append((person, "name"))

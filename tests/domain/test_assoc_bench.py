@@ -195,7 +195,7 @@ def test_hub_fillers(store: ModuleType) -> None:
     assert [label for label, _ in items] == [f"hub:Jenkins#{n}" for n in range(40)]
     assert all(it["keys"][0] == "Jenkins" and it["key_types"][0] == "proper_noun" and "Jenkins" in it["content"]
                and len(it["keys"]) == len(it["key_types"]) >= 2 for _, it in items)
-    assert len({it["content"] for _, it in items}) >= 30
+    assert len({it["content"].casefold() for _, it in items}) == 40  # the store would merge equal texts
     people = {k for _, it in items for k, t in zip(it["keys"], it["key_types"], strict=True) if t == "name"}
     assert people and "Tobias Lind" not in people  # "Tobias" is a word of a case: no filler names him
     assert store.hub_items(V2_CASES, per_key=40, seed=30) == items
