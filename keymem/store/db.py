@@ -469,10 +469,10 @@ class Store:
             except Exception as exc:
                 if not pool_exhausted(exc):
                     raise
-                self.pool_failures += 1
+                refusal = self._refused(exc)
                 log.warning("a read found the buffer pool full (attempt %d): %s", attempt + 1, first_line(exc))
                 if nested:
-                    raise PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto)) from exc
+                    raise refusal from exc
             self.recover_pool(seen, reopen=attempt > 0)
         raise PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto))
 
@@ -518,9 +518,9 @@ class Store:
         except Exception as exc:
             if not pool_exhausted(exc) or self._gate.held():
                 raise
-            self.pool_failures += 1
+            refusal = self._refused(exc)
             self.recover_pool(seen)
-            raise PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto)) from exc
+            raise refusal from exc
 
     def raw(self, text: str, params: dict[str, Any] | None = None) -> list[Row]:
         return self._read(lambda conn: conn.raw(text, params), heavy=False)
@@ -549,9 +549,8 @@ class Store:
                     except RuntimeError as exc:
                         if not pool_exhausted(exc):
                             raise
-                        self.pool_failures += 1
                         full = True
-                        raise PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto)) from exc
+                        raise self._refused(exc) from exc
                     tx = Tx(conn)
                     try:
                         yield tx
@@ -560,9 +559,8 @@ class Store:
                             conn.conn.execute("ROLLBACK")
                         rolled_back = True
                         if isinstance(exc, Exception) and pool_exhausted(exc):
-                            self.pool_failures += not isinstance(exc, PoolFull)  # a nested read counted it
                             full = True
-                            raise PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto)) from exc
+                            raise self._refused(exc) from exc
                         raise
                     try:
                         conn.conn.execute("COMMIT")
@@ -572,9 +570,8 @@ class Store:
                             conn.conn.execute("ROLLBACK")
                         rolled_back = True
                         if pool_exhausted(exc):
-                            self.pool_failures += 1
                             full = True
-                            raise PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto)) from exc
+                            raise self._refused(exc) from exc
                         raise self._commit_failed(exc) from exc
             finally:
                 if full and not self._failed:
@@ -587,6 +584,12 @@ class Store:
                 except Exception:  # a mirror failing must not undo a durable write
                     log.exception("after-commit update failed")
             self._maybe_checkpoint(tx.units)
+
+    def _refused(self, exc: BaseException) -> PoolFull:
+        """Count a statement the engine refused for lack of pool (once), and its one-line error."""
+        if not isinstance(exc, PoolFull):
+            self.pool_failures += 1
+        return PoolFull(pool_full_message(self.buffer_pool_mb, self.pool_auto))
 
     def thread_commits(self) -> int:
         """Write transactions this thread committed (a call that committed nothing may run again)."""
