@@ -12,9 +12,11 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -126,6 +128,33 @@ class Keymem:
             if time.monotonic() > deadline:
                 return
             time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def never_answering(srv: socket.socket) -> Iterator[list[socket.socket]]:
+    """Accept connections on a listening ``srv`` and never answer (a hung or very slow server or
+    daemon); yields the accepted connections; closes them and ``srv`` at the end."""
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        srv.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(srv.accept()[0])
+            except TimeoutError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        yield held
+    finally:
+        stop.set()
+        t.join()
+        for c in held:
+            c.close()
+        srv.close()
 
 
 def daemon_processes(data_dir: Path) -> list[int]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 
@@ -14,7 +13,7 @@ import pytest
 from keymem.server.client import DaemonClient
 from keymem.server.hook import namespace_for_cwd
 from keymem.server.protocol import write_private
-from tests.e2e.support import SERVER_CMD, Keymem
+from tests.e2e.support import SERVER_CMD, Keymem, never_answering
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -84,27 +83,8 @@ def silent_daemon(km: Keymem) -> Iterator[Keymem]:
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(str(km.data_dir / "daemon.sock"))
     srv.listen(8)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        srv.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                held.append(srv.accept()[0])
-            except TimeoutError:
-                continue
-
-    t = threading.Thread(target=accept, daemon=True)
-    t.start()
-    try:
+    with never_answering(srv):
         yield km
-    finally:
-        stop.set()
-        t.join()
-        for c in held:
-            c.close()
-        srv.close()
 
 
 def test_hook_with_slow_daemon_times_out_silently(silent_daemon: Keymem) -> None:

@@ -27,7 +27,7 @@ import pytest
 
 from keymem.server.client import DaemonClient
 from tests.e2e.http_support import free_port, http_server, make_token
-from tests.e2e.support import SERVER_CMD, Keymem, keymem_env
+from tests.e2e.support import SERVER_CMD, Keymem, keymem_env, never_answering
 from tests.server.test_http import post
 
 pytestmark = pytest.mark.timeout(120)
@@ -194,27 +194,8 @@ def test_a_dead_server_adds_nothing_fast(member_root: Path) -> None:
 def silent_server() -> Iterator[tuple[str, list[socket.socket]]]:
     """A TCP port that accepts connections and never answers: a hung or very slow server."""
     srv = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        srv.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                held.append(srv.accept()[0])
-            except TimeoutError:
-                continue
-
-    t = threading.Thread(target=accept, daemon=True)
-    t.start()
-    try:
+    with never_answering(srv) as held:
         yield f"http://127.0.0.1:{srv.getsockname()[1]}/mcp", held
-    finally:
-        stop.set()
-        t.join()
-        for c in held:
-            c.close()
-        srv.close()
 
 
 def test_a_slow_server_costs_the_prompt_at_most_the_time_limit(silent_server: tuple[str, list[socket.socket]],
