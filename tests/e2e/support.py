@@ -193,14 +193,21 @@ def keymem_env(data_dir: Path, minilm_dir: Path, **extra: str) -> dict[str, str]
     return env
 
 
-@pytest.fixture
-def short_dir() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="km", dir="/tmp"))
+@contextlib.contextmanager
+def private_dir(prefix: str = "km") -> Iterator[Path]:
+    """A 0700 directory directly under /tmp (a Unix socket path must stay short), removed at the end."""
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     os.chmod(d, 0o700)
     try:
         yield d
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    with private_dir() as d:
+        yield d
 
 
 @pytest.fixture

@@ -27,18 +27,8 @@ def readme_commands(readme: Path = README) -> dict[str, str]:
         start = lines.index(HEADING)
     except ValueError:
         raise ValueError(f"{readme}: no '{HEADING}' heading") from None
-    block: list[str] | None = None
-    for line in lines[start + 1:]:
-        if block is None:
-            if line.startswith("## "):
-                break
-            if line.strip() == "```bash":
-                block = []
-        elif line.strip() == "```":
-            break
-        elif line.strip() and not line.lstrip().startswith("#"):
-            block.append(line.strip())
-    if block is None or len(block) != len(NAMES):
+    block = _bash_block_after(lines, start, readme, HEADING)
+    if len(block) != len(NAMES):
         raise ValueError(f"{readme}: the first ```bash block under '{HEADING}' must hold {len(NAMES)} commands, "
                          f"found {block}")
     return dict(zip(NAMES, block, strict=True))

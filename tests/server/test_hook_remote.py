@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +25,7 @@ import pytest
 
 from keymem.server.client import DaemonClient
 from tests.e2e.http_support import free_port, http_server, make_token
-from tests.e2e.support import SERVER_CMD, Keymem, keymem_env, never_answering
+from tests.e2e.support import SERVER_CMD, Keymem, keymem_env, never_answering, private_dir
 from tests.server.test_http import post
 
 pytestmark = pytest.mark.timeout(120)
@@ -81,28 +79,22 @@ class Member:
 
 @pytest.fixture(scope="module")
 def server(minilm_dir: Path) -> Iterator[dict[str, Any]]:
-    d = Path(tempfile.mkdtemp(prefix="kmr", dir="/tmp"))
-    os.chmod(d, 0o700)
-    km = Keymem(d / "data", keymem_env(d / "data", minilm_dir))
-    tokens = {"root": make_token(km, "root"), "alice": make_token(km, "alice", "--namespace", "team-a"),
-              "reader": make_token(km, "reader", "--namespace", "team-a", "--read-only")}
-    try:
-        with http_server(km) as (url, _):
-            km.wait_daemon_ready()
-            yield {"km": km, "url": url, "tokens": tokens}
-    finally:
-        km.stop_all()
-        shutil.rmtree(d, ignore_errors=True)
+    with private_dir("kmr") as d:
+        km = Keymem(d / "data", keymem_env(d / "data", minilm_dir))
+        tokens = {"root": make_token(km, "root"), "alice": make_token(km, "alice", "--namespace", "team-a"),
+                  "reader": make_token(km, "reader", "--namespace", "team-a", "--read-only")}
+        try:
+            with http_server(km) as (url, _):
+                km.wait_daemon_ready()
+                yield {"km": km, "url": url, "tokens": tokens}
+        finally:
+            km.stop_all()
 
 
 @pytest.fixture
 def member_root() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="kmm", dir="/tmp"))
-    os.chmod(d, 0o700)
-    try:
+    with private_dir("kmm") as d:
         yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def context_of(proc: subprocess.CompletedProcess[str]) -> str:
