@@ -731,11 +731,15 @@ class GraphMirror:
         with self._lock:
             n = self._ids.slots()
             memories = int(np.count_nonzero((self._m_ns[:n] >= 0) & self._visible(np.arange(n), now)))
-            ptr = self._kb[0]
-            links = int(ptr[-1])
-            for k, (slots, _w) in self._k_over.items():
-                links += len(slots) - (int(ptr[k + 1] - ptr[k]) if k + 1 < len(ptr) else 0)
-            return {"keys": len(self._kid), "memories": memories, "links": links}
+            return {"keys": len(self._kid), "memories": memories, "links": self._link_total()}
+
+    def _link_total(self) -> int:
+        """Every link held: the loaded layout's, corrected by the rows a write moved to an overlay."""
+        ptr = self._kb[0]
+        links = int(ptr[-1])
+        for k, (slots, _w) in self._k_over.items():
+            links += len(slots) - (int(ptr[k + 1] - ptr[k]) if k + 1 < len(ptr) else 0)
+        return links
 
     def _visible_counts(self, now: float) -> np.ndarray:
         """Visible memories per key slot (caller holds the lock)."""
@@ -867,5 +871,5 @@ class GraphMirror:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {"memories": len(self._ids), "keys": len(self._kid),
-                    "links": sum(len(self._k_links(k)[0]) for k in range(len(self._kids))), "slots": self._ids.slots()}
+            return {"memories": len(self._ids), "keys": len(self._kid), "links": self._link_total(),
+                    "slots": self._ids.slots()}
