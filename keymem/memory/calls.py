@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
-from keymem.errors import InvalidInput
+from keymem.errors import InvalidInput, shown
 from keymem.memory import validate
+from keymem.memory.views import MAX_SEEN
 
 RECALL_QUERY_CHARS = 4000
 DIRECT_QUERY_CHARS = 20_000
@@ -69,6 +70,19 @@ def _optional_text(value: Any, field: str, max_chars: int) -> str | None:
     return None if value is None else validate.text(value, field, max_chars=max_chars)
 
 
+def _seen(value: Any) -> frozenset[str]:
+    """Memory ids the caller already has (``seen``): a list of at most ``MAX_SEEN`` memory ids."""
+    if value is None:
+        return frozenset()
+    if isinstance(value, frozenset | set):
+        value = sorted(value)
+    if not isinstance(value, list | tuple):
+        raise InvalidInput(f"seen must be a list of memory ids (m_...), got {shown(value)}")
+    if len(value) > MAX_SEEN:
+        raise InvalidInput(f"seen holds {len(value)} memory ids; the limit is {MAX_SEEN}")
+    return frozenset(validate.ident(v, "seen", "m") for v in value)
+
+
 # -- reading ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RecallRequest(Request):
@@ -81,9 +95,10 @@ class RecallRequest(Request):
     context: str | None = None
     explain: bool = False
     budget: int | None = None
+    seen: frozenset[str] = frozenset()  # memories the caller has: not delivered again, their budget to others
 
     def __post_init__(self) -> None:
-        _set(self, query=validate.text(self.query, "query", max_chars=RECALL_QUERY_CHARS),
+        _set(self, query=validate.text(self.query, "query", max_chars=RECALL_QUERY_CHARS), seen=_seen(self.seen),
              budget=None if self.budget is None else validate.count(self.budget, "budget", default=500, lo=50,
                                                                     hi=4000),
              top_k=validate.count(self.top_k, "top_k", default=5, lo=1, hi=50),
@@ -102,6 +117,7 @@ class ReadKeyRequest(Request):
     namespace: str | None = None
     limit: int = 10
     offset: int = 0
+    seen: frozenset[str] = frozenset()  # memories the caller has: skipped, the page filled with the next ones
 
     def __post_init__(self) -> None:
         key = self.key_id
@@ -109,7 +125,7 @@ class ReadKeyRequest(Request):
             key = validate.text(key, "key_id", max_chars=200)
         else:
             key = validate.ident(key, "key_id", "k")
-        _set(self, key_id=key, namespace=_scope(self.namespace),
+        _set(self, key_id=key, namespace=_scope(self.namespace), seen=_seen(self.seen),
              query=_optional_text(self.query, "query", RECALL_QUERY_CHARS),
              limit=validate.count(self.limit, "limit", default=10, lo=1, hi=100),
              offset=validate.count(self.offset, "offset", default=0, lo=0, hi=1_000_000))

@@ -22,8 +22,10 @@ matched instead of presenting an unrelated memory.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from operator import attrgetter
+from typing import TYPE_CHECKING, TypeVar
 
 from keymem.memory.associative import HUB_FANOUT, Ranking, rank
 from keymem.memory.calls import DIRECT_QUERY_CHARS, InjectRequest, RecallRequest
@@ -98,6 +100,7 @@ class Delivery:
     confident: bool
     weak: bool  # nothing confident and the best lexical match is weak: say so, show nothing
     score_kind: str = "fused_score"  # of the direct memories' scores
+    omitted: int = 0  # memories the caller has (seen) that would have been delivered
 
 
 def confident(graph: Parts, r: Ranking) -> bool:
@@ -120,7 +123,28 @@ def routes_with_confidence(r: Ranking) -> bool:
     return any(kind == LITERAL or (kind == COSINE and s >= STRONG_COSINE) for s, kind in r.routed.values())
 
 
-def deliver(graph: Parts, r: Ranking, recipe: Recipe) -> Delivery:
+T = TypeVar("T")
+_memory_id = attrgetter("memory_id")
+
+
+def unseen(items: list[T], seen: frozenset[str], limit: int, ident: Callable[[T], str]) -> tuple[list[T], set[str]]:
+    """The first ``limit`` items not in ``seen``, and the seen ones passed over for them: a memory the
+    caller already has takes neither a slot nor budget, and the next best comes in its place."""
+    out: list[T] = []
+    skipped: set[str] = set()
+    for item in items:
+        if len(out) == limit:
+            break
+        if ident(item) in seen:
+            skipped.add(ident(item))
+        else:
+            out.append(item)
+    return out, skipped
+
+
+def deliver(graph: Parts, r: Ranking, recipe: Recipe, seen: frozenset[str] = frozenset()) -> Delivery:
+    """The recipe's share of ``r``; memories in ``seen`` (the caller has them) are not delivered again.
+    Floors stay relative to the whole ranking: what the caller has still says what a good match is."""
     if recipe.need_confidence:
         sure = confident(graph, r)
         if not sure:
@@ -131,10 +155,12 @@ def deliver(graph: Parts, r: Ranking, recipe: Recipe) -> Delivery:
             return Delivery([], False, True)
     direct = sorted((c for c in r.ranked if c.direct > 0), key=lambda c: (-c.direct, c.memory_id))
     picked: list[tuple[str, float, int]] = []  # (memory id, score, hops)
+    omitted: set[str] = set()
     reranked = False
     reranker = graph.reranker()
     if direct and reranker is not None:  # the cross-encoder orders the direct pool
-        pool = direct[: graph.settings.rerank_pool]
+        pool = unseen(direct, seen, graph.settings.rerank_pool, _memory_id)[0]
+        omitted = unseen(direct, seen, recipe.max_direct, _memory_id)[1]
         text = r.texts.get([c.memory_id for c in pool])
         pool = [c for c in pool if c.memory_id in text]
         if pool:
@@ -148,12 +174,15 @@ def deliver(graph: Parts, r: Ranking, recipe: Recipe) -> Delivery:
             # the query names something: other memories must match about as well as the best to be shown
             unnamed = max(floor, UNANCHORED_SHARE * direct[0].direct)
             direct = [c for c in direct if c.memory_id in r.anchored or c.direct >= unnamed]
-        picked = [(c.memory_id, c.direct, 0) for c in direct[: recipe.max_direct] if c.direct >= floor]
+        fresh, omitted = unseen([c for c in direct if c.direct >= floor], seen, recipe.max_direct, _memory_id)
+        picked = [(c.memory_id, c.direct, 0) for c in fresh]
     shown = {m for m, _, _ in picked}
     found = r.association
     assoc = sorted(((a, m) for m, a in found.mass.items() if m not in shown and a >= recipe.min_association),
                    key=lambda t: (-t[0], t[1]))
-    picked += [(m, a, found.hop.get(m, 1)) for a, m in assoc[: recipe.max_associated]]
+    fresh_assoc, skipped = unseen(assoc, seen, recipe.max_associated, lambda t: t[1])
+    omitted |= skipped
+    picked += [(m, a, found.hop.get(m, 1)) for a, m in fresh_assoc]
     texts = r.texts.get([m for m, _, _ in picked])
     rows = graph.mirror.visible(texts, r.now)
     paths = {m: found.path(m) for m, _, hops in picked if hops}
@@ -171,7 +200,7 @@ def deliver(graph: Parts, r: Ranking, recipe: Recipe) -> Delivery:
         spent += cost
         out.append(Delivered(memory_id=mid, content=content, score=round(score, 4), hops=hops, path=path,
                              validity=validity(rows[mid], graph.settings, r.now)))
-    return Delivery(out, sure, False, "cross_encoder_logit" if reranked else "fused_score")
+    return Delivery(out, sure, False, "cross_encoder_logit" if reranked else "fused_score", len(omitted))
 
 
 def inject_text(memories: list[Delivered]) -> str:
@@ -192,7 +221,8 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
 
     One ranking (``associative.rank``, the walk included) gives both: the keys by routing
     score, and the memories ``deliver`` fits to the budget, each associated one with the path
-    of keys that reached it. Passive: no access count, depth, edge, alias or freshness changes.
+    of keys that reached it. Memories in ``request.seen`` (the caller has them) are not delivered
+    again; ``omitted`` counts them. Passive: no access count, depth, edge, alias or freshness changes.
     """
     query, top_k, ns, context, explain = (request.query, request.top_k, request.namespace, request.context,
                                           request.explain)
@@ -209,7 +239,8 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
     views = [v for v in key_views(graph, rows, ns, now, scores=scored) if v.memory_count > 0]
     views.sort(key=lambda v: (-(v.score or 0.0), -v.specificity, v.key))
     views = views[:top_k]
-    found = deliver(graph, r, TOOL if request.budget is None else replace(TOOL, budget_tokens=request.budget))
+    found = deliver(graph, r, TOOL if request.budget is None else replace(TOOL, budget_tokens=request.budget),
+                    request.seen)
     if views:  # a read through one of them teaches the query as an alias (autokey)
         graph.autokey.note_route(query, r.query.vector, [v.key_id for v in views])
     memories = [RecalledMemory(memory_id=d.memory_id, content=d.content, hops=d.hops, via=d.path,
@@ -224,7 +255,8 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
     elif found.weak:  # the note must not point at keys that are not shown
         note = ("No stored memory matches this query with confidence, and no key comes close to it. Try other "
                 "words, or browse_keys for the key vocabulary.")
-    result = RecallResult(keys=views, memory=memory, memories=memories, confident=found.confident, note=note)
+    result = RecallResult(keys=views, memory=memory, memories=memories, confident=found.confident, note=note,
+                          omitted=found.omitted)
     if explain:
         result.namespaces = {ns: len(views)}
     return result

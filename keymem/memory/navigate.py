@@ -201,23 +201,40 @@ def fetch(graph: Parts, ids: list[str], now: float | None = None) -> dict[str, d
 
 def read_key(graph: Parts, request: ReadKeyRequest) -> ReadKeyResult:
     k = get_key(graph, request.key_id, request.namespace)
-    query, limit, offset = request.query, request.limit, request.offset
+    query, limit, offset, seen = request.query, request.limit, request.offset, request.seen
     now = graph.now()
-    ranked = rank_in_key(graph, k["id"], k["namespace"], query, now, head=offset + limit)
-    page = ranked[offset : offset + limit]
-    rows = fetch(graph, [r.memory_id for r in page], now)
+    ranked = rank_in_key(graph, k["id"], k["namespace"], query, now, head=offset + limit + len(seen))
+    page, omitted = unseen_page(ranked, offset, limit, seen)
+    rows = fetch(graph, [r.memory_id for _, r in page], now)
     view = key_views(graph, [k], k["namespace"], now, counts={k["id"]: len(ranked)})[0]
     memories = [
         KeyMemory(
-            memory_id=r.memory_id, preview=preview(rows[r.memory_id]["content"]), within_key_rank=offset + i + 1,
+            memory_id=r.memory_id, preview=preview(rows[r.memory_id]["content"]), within_key_rank=rank,
             score=round(r.score, 4), score_kind=r.kind, link_weight=round(r.link_weight, 4),
             validity=validity(rows[r.memory_id], graph.settings, now),
             other_keys=other_keys(graph, r.memory_id, k["id"]),
         )
-        for i, r in enumerate(page)
+        for rank, r in page
         if r.memory_id in rows
     ]
-    return ReadKeyResult(key=view, memories=memories, total=len(ranked), offset=offset, limit=limit)
+    return ReadKeyResult(key=view, memories=memories, total=len(ranked), offset=offset, limit=limit, omitted=omitted)
+
+
+def unseen_page(ranked: list[Ranked], offset: int, limit: int,
+                seen: frozenset[str]) -> tuple[list[tuple[int, Ranked]], int]:
+    """Up to ``limit`` memories from position ``offset`` on that are not in ``seen``, with their 1-based
+    rank in the key, and how many seen ones were passed over for them. Ranks and offsets stay those of
+    the whole key, so the next page starts after the last rank shown whatever was skipped."""
+    page: list[tuple[int, Ranked]] = []
+    skipped = 0
+    for i in range(offset, len(ranked)):
+        if len(page) == limit:
+            break
+        if ranked[i].memory_id in seen:
+            skipped += 1
+        else:
+            page.append((i + 1, ranked[i]))
+    return page, skipped
 
 
 OTHER_KEYS = 6  # a read_key line lists this many of the memory's other keys (the next hop)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 KeyType = Literal["concept", "name", "proper_noun"]
 DecayProfile = Literal["transient", "standard", "stable", "permanent"]
 Status = Literal["fresh", "aging", "stale", "superseded"]
+MAX_SEEN = 2000  # memory ids a recall or read_key ``seen`` may hold (the tool's schema and the request check)
 
 
 class View(BaseModel):
@@ -91,6 +92,7 @@ class RecallResult(View):
     memories: list[RecalledMemory] = Field(default_factory=list)
     confident: bool = Field(default=True, description="The query names something stored")
     note: str | None = None
+    omitted: int = Field(default=0, description="Memories held back because the caller already has them (seen)")
     namespaces: dict[str, int] | None = None
 
 
@@ -121,6 +123,7 @@ class ReadKeyResult(View):
     total: int
     offset: int
     limit: int
+    omitted: int = Field(default=0, description="Memories of the page held back because the caller already has them")
 
 
 class MemoryView(View):

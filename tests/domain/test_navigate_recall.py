@@ -35,7 +35,8 @@ def fruit(graph: MemoryGraph) -> dict[str, str]:
 def test_recall_routes_keys_and_previews_one_memory(graph: MemoryGraph, fruit: dict[str, str]) -> None:
     before_w, before_m = link_weights(graph), memory_state(graph)
     r = graph.recall(query="Newton").dump()
-    assert set(r) == {"keys", "memory", "memories", "confident", "note", "namespaces"} and r["namespaces"] is None
+    assert set(r) == {"keys", "memory", "memories", "confident", "note", "omitted", "namespaces"}
+    assert r["namespaces"] is None and r["omitted"] == 0
     assert r["confident"] and r["note"] is None
     assert r["memories"][0]["memory_id"] == fruit["newton"] and r["memories"][0]["hops"] == 0
     top = r["keys"][0]
