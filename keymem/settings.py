@@ -44,7 +44,7 @@ class Var:
     """How one setting maps to the environment."""
 
     env: str
-    kind: str  # str | path | bool | int | opt_int (empty or "auto": None) | float | opt_float | opt_bool | choice
+    kind: str  # str | path | bool | int | opt_int (empty or "auto": None) | float | opt_float | opt_bool | choice | opt_store_url
     help: str
     positive: bool = False
     minimum: float | None = None
@@ -55,6 +55,10 @@ class Var:
 # field name -> variable. Order is the order shown by `keymem doctor` and the README table.
 VARS: dict[str, Var] = {
     "data_dir": Var("KEYMEM_DATA_DIR", "path", "Where the LadybugDB store, socket, logs and models live"),
+    "store_url": Var(
+        "KEYMEM_STORE_URL", "opt_store_url",
+        "The store's engine: unset = the embedded LadybugDB file in the data dir; falkordb://[user:password@]host:port[/prefix]",
+    ),
     "embedding_backend": Var(
         "EMBEDDING_BACKEND", "opt_choice", "local or openai (default: openai when OPENAI_API_KEY is set, else local)",
         choices=("local", "openai"),
@@ -142,6 +146,7 @@ VARS: dict[str, Var] = {
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = field(default_factory=lambda: Path.home() / ".keymem")
+    store_url: str | None = None  # KEYMEM_STORE_URL, checked by keymem.store.url.parse_store_url
     embedding_backend: Literal["local", "openai"] | None = None
     local_embedding_model: str = "bge-m3"
     local_embedding_model_path: Path | None = None
@@ -254,8 +259,16 @@ def _parse(name: str, var: Var, raw: str, shown: str | None = None) -> Any:
     text = raw.strip()
     label = shown or f"{var.env}={echoed(raw)}"
     kind = var.kind
-    if kind in ("opt_str", "opt_path", "opt_float", "opt_bool", "opt_choice", "opt_int") and text == "":
+    if kind in ("opt_str", "opt_path", "opt_float", "opt_bool", "opt_choice", "opt_int", "opt_store_url") and text == "":
         return None
+    if kind == "opt_store_url":  # never echoed: it may hold a password
+        from keymem.store.url import StoreURLError, parse_store_url
+
+        try:
+            parse_store_url(text)
+        except StoreURLError as exc:
+            raise SettingsError(f"{var.env} {exc}") from None
+        return text
     if kind == "opt_int" and text.lower() == "auto":
         return None
     if kind in ("str", "opt_str"):

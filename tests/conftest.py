@@ -10,7 +10,7 @@ import pytest
 
 from keymem.settings import Settings, env_names, load_settings
 
-pytest_plugins = ["tests.conftest_models"]
+pytest_plugins = ["tests.conftest_models", "tests.conftest_engines"]
 
 
 @pytest.fixture(autouse=True)
@@ -28,11 +28,13 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
 
 
 @pytest.fixture
-def settings(tmp_path: Path, minilm_dir: Path) -> Settings:
-    """Settings for a fresh data dir with the real MiniLM model and no reranker."""
+def settings(tmp_path: Path, minilm_dir: Path, store_url: str | None) -> Settings:
+    """Settings for a fresh data dir with the real MiniLM model and no reranker, on ``store_url``'s
+    engine (tests/conftest_engines.py: the embedded LadybugDB file unless a module asks for both)."""
     return load_settings(
         {},
         data_dir=tmp_path / "data",
+        store_url=store_url,
         embedding_backend="local",
         local_embedding_model="minilm-l6-v2",
         local_embedding_model_path=minilm_dir,

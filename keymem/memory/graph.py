@@ -140,10 +140,9 @@ class MemoryGraph:
                 return build_reranker(settings, progress=progress)
 
             reranker = load if settings.rerank else None
-        from keymem.store import engine
+        from keymem.store.factory import open_store
 
-        engine.upgrade(settings.db_path)  # a store of another engine or storage version, once (with a backup)
-        store = Store(settings.db_path, buffer_pool_mb=settings.buffer_pool_mb)
+        store = open_store(settings)  # KEYMEM_STORE_URL's engine; a LadybugDB file of another version is upgraded once
         try:
             migrations.migrate(store)
             graph = cls(settings, store, embedder, reranker=reranker, clock=clock)  # type: ignore[arg-type]

@@ -4,6 +4,10 @@ Every statement keymem runs lives in a ``.cypher`` file shipped in the wheel. Ku
 ``execute()`` silently drops an unbound ``$x`` (a ``WHERE id = $x DELETE`` then deletes
 every row), so each statement's ``$names`` are parsed once and every call must bind
 exactly those names: :func:`check_params` refuses a mismatch before Kuzu sees it.
+
+Statements are shared by the engines where their dialects agree. Where they differ, an engine's
+own file ``cypher/engines/<engine>/<name>.cypher`` is read first (:data:`ENGINES`); LadybugDB's
+text is the shared tree, so it has no overrides.
 """
 
 from __future__ import annotations
@@ -57,10 +61,31 @@ def cypher_root() -> Path:
     return Path(__file__).resolve().parents[2] / "cypher"
 
 
+ENGINES = ("ladybug", "falkordb")
+DEFAULT_ENGINE = "ladybug"
+OVERRIDES = "engines"  # cypher/engines/<engine>/<name>.cypher
+
+
+def statement_path(name: str, engine: str = DEFAULT_ENGINE) -> Path:
+    """The file of ``name`` for ``engine``: the engine's override if it has one, else the shared file."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    root = cypher_root()
+    own = root / OVERRIDES / engine / f"{name}.cypher"
+    return own if own.is_file() else root / f"{name}.cypher"
+
+
+def shared_names() -> list[str]:
+    """Every statement name of the shared tree (the overrides under ``engines/`` excluded)."""
+    root = cypher_root()
+    return sorted(str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.cypher")
+                  if p.relative_to(root).parts[0] != OVERRIDES)
+
+
 @cache
-def load(name: str) -> Statement:
+def load(name: str, engine: str = DEFAULT_ENGINE) -> Statement:
     """One statement by name, e.g. ``"memory/create"`` for ``cypher/memory/create.cypher``."""
-    path = cypher_root() / f"{name}.cypher"
+    path = statement_path(name, engine)
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -72,13 +97,14 @@ def load(name: str) -> Statement:
                      heavy="keymem: heavy" in raw)
 
 
-def load_script(name: str, **template: int) -> list[str]:
-    """The statements of a multi-statement file (schema steps), in order.
+def load_script(name: str, engine: str = DEFAULT_ENGINE, **template: int) -> list[str]:
+    """The statements of a multi-statement file (schema steps), in order; none for a file of comments
+    only (a step an engine does not need keeps its name, as the store records step names).
 
     ``{{name}}`` placeholders take integers only (a vector dimension in DDL, where Kuzu
     accepts no parameters); anything else is refused.
     """
-    raw = (cypher_root() / f"{name}.cypher").read_text(encoding="utf-8")
+    raw = statement_path(name, engine).read_text(encoding="utf-8")
 
     def fill(match: re.Match[str]) -> str:
         value = template[match.group(1)]

@@ -23,11 +23,13 @@ from typing import Any
 
 from keymem.errors import PoolFull, StoreError
 from keymem.store import cypher
+from keymem.store.executor import Capabilities, Executor, Row
 from keymem.store.gate import Gate
 
 log = logging.getLogger("keymem.store")
 
-Row = dict[str, Any]
+LADYBUG = Capabilities(engine="ladybug", atomic_write_scope=True, vector_index=True, prepared_statements=True,
+                       checkpoint=True, stable_node_ids=True, local_file=True)
 
 
 def _rows(result: Any) -> list[Row]:
@@ -162,7 +164,9 @@ def explain_open_error(path: Path, exc: Exception) -> str:
 
 
 class Connection:
-    """A thread's connection with its prepared statements."""
+    """A thread's connection with its prepared statements (LadybugDB's :class:`Executor`)."""
+
+    capabilities = LADYBUG
 
     def __init__(self, db: Any, generation: int = 0) -> None:
         import ladybug
@@ -218,6 +222,15 @@ class Connection:
             return rows
         return _rows(result)
 
+    def begin(self) -> None:
+        self.conn.execute("BEGIN TRANSACTION")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.conn.execute("ROLLBACK")
+
 
 class Tx:
     """The body of one write transaction.
@@ -226,7 +239,7 @@ class Tx:
     transaction is durable, so a rolled-back write never shows up in search.
     """
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Executor) -> None:
         self._conn = conn
         self.callbacks: list[Callable[[], None]] = []
         self.scratch: dict[str, Any] = {}  # per-transaction state of the layers above (e.g. touched rows)
@@ -245,7 +258,13 @@ class Tx:
 
 
 class Store:
-    """The process's Kuzu database."""
+    """The process's store: the façade the layers above use, here over LadybugDB (the embedded default).
+
+    :class:`~keymem.store.falkordb.FalkorStore` gives the same surface over a FalkorDB server;
+    :func:`~keymem.store.factory.open_store` picks one from ``KEYMEM_STORE_URL``.
+    """
+
+    capabilities = LADYBUG
 
     def __init__(self, path: Path, *, buffer_pool_mb: int | None = 512, read_only: bool = False) -> None:
         """``buffer_pool_mb`` None sizes the pool from the store and the machine (:func:`auto_pool_mb`)."""
@@ -438,6 +457,14 @@ class Store:
         """This thread's connection (a console's read-only transaction must live on it)."""
         return self._conn()
 
+    def script(self, name: str, **template: int) -> list[str]:
+        """The statements of a multi-statement file (a schema step) in this store's engine's text."""
+        return cypher.load_script(name, self.capabilities.engine, **template)
+
+    def describe(self) -> str:
+        """Where the store lives, in words (logs, errors)."""
+        return str(self.path)
+
     def query(self, statement: str, /, **params: Any) -> list[Row]:
         """Run a read statement from cypher/ on this thread's connection."""
         return self._read(lambda conn: conn.run(statement, params), heavy=cypher.load(statement).heavy)
@@ -556,18 +583,18 @@ class Store:
                         yield tx
                     except BaseException as exc:
                         with contextlib.suppress(Exception):
-                            conn.conn.execute("ROLLBACK")
+                            conn.rollback()
                         rolled_back = True
                         if isinstance(exc, Exception) and pool_exhausted(exc):
                             full = True
                             raise self._refused(exc) from exc
                         raise
                     try:
-                        conn.conn.execute("COMMIT")
+                        conn.commit()
                         self._local.commits = self.thread_commits() + 1
                     except Exception as exc:
                         with contextlib.suppress(Exception):
-                            conn.conn.execute("ROLLBACK")
+                            conn.rollback()
                         rolled_back = True
                         if pool_exhausted(exc):
                             full = True
@@ -762,15 +789,15 @@ class Store:
 
     def _begin(self, conn: Connection) -> None:
         try:
-            conn.conn.execute("BEGIN TRANSACTION")
+            conn.begin()
         except RuntimeError as exc:  # a transaction left open by an earlier failure
             if pool_exhausted(exc):
                 raise  # write() answers it (PoolFull) and recovers the pool
             if "active transaction" not in str(exc).lower():
                 raise StoreError(f"could not start a write: {exc}") from exc
             with contextlib.suppress(Exception):
-                conn.conn.execute("ROLLBACK")
-            conn.conn.execute("BEGIN TRANSACTION")
+                conn.rollback()
+            conn.begin()
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[Connection]:

@@ -33,7 +33,7 @@ def migrate(store: Store) -> list[str]:
     """Apply the missing steps; return their names."""
     steps = available()
     with store.write() as tx:
-        for stmt in cypher.load_script("schema/000_migrations"):
+        for stmt in store.script("schema/000_migrations"):
             tx.raw(stmt)
     done = set(applied(store))
     todo = [s for s in steps if s not in done and s != "000_migrations"]
@@ -41,7 +41,7 @@ def migrate(store: Store) -> list[str]:
         store.backup("migrate-" + todo[0])
     for step in todo:
         with store.write() as tx:
-            for stmt in cypher.load_script(f"schema/{step}"):
+            for stmt in store.script(f"schema/{step}"):
                 tx.raw(stmt)
             tx.run("schema/record", name=step, at=time.time())
         log.info("applied schema step %s", step)

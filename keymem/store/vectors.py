@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from keymem.store import cypher
 from keymem.store.db import Store, Tx
 
 log = logging.getLogger("keymem.store")
@@ -134,6 +133,8 @@ class KeyVectors:
         """Which search path serves, in words (``keymem doctor``)."""
         if self.indexed:
             return "HNSW index (VECTOR extension)"
+        if not self.store.capabilities.vector_index:
+            return f"exact scan ({self._count} keys; keymem builds no vector index on {self.store.capabilities.engine})"
         if self.extension_missing:
             return (f"exact scan at {self._count} keys; the HNSW index is used from {self.index_min_keys} keys "
                     f"but the VECTOR extension is not available ({self.extension_missing}); "
@@ -143,7 +144,7 @@ class KeyVectors:
     # -- lifecycle -----------------------------------------------------------------
     def create_table(self) -> None:
         with self.store.write() as tx:
-            for stmt in cypher.load_script("vectors/create_table", dim=self.dim):
+            for stmt in self.store.script("vectors/create_table", dim=self.dim):
                 tx.raw(stmt)
             if not tx.raw("MATCH (v:KeyVec) WHERE v.id = $id RETURN v.id AS id", {"id": SENTINEL}):
                 unit = [1.0] + [0.0] * (self.dim - 1)
@@ -153,7 +154,7 @@ class KeyVectors:
         with self.store.exclusive() as conn:
             if self._has_index(conn) and vector_extension(self.store) is None:
                 conn.run("vectors/drop_index", {})
-            for stmt in cypher.load_script("vectors/drop_table"):
+            for stmt in self.store.script("vectors/drop_table"):
                 conn.raw(stmt)
         with self._lock:
             self._blocks.clear()
@@ -166,6 +167,8 @@ class KeyVectors:
 
     def _index_usable(self) -> bool:
         """Whether the HNSW path can serve: the VECTOR extension loads (else the exact scan serves)."""
+        if not self.store.capabilities.vector_index:
+            return False
         self.extension_missing = vector_extension(self.store)
         if self.extension_missing:
             log.warning("the key vectors are searched by an exact scan: the VECTOR extension is not available "

@@ -179,10 +179,9 @@ def fill_walk_copies(store: Store, *, force: bool = False) -> int:
                 store.checkpoint()
             if n < PAGE_LINKS:
                 break
-    top = int(store.query("neighbourhood/key_offsets")[0]["n"])
-    for lo in range(0, top, PAGE_KEYS):
+    for lo, hi in store.offset_ranges("key/offset_end", page=PAGE_KEYS):
         with store.write() as tx:
-            n = int(tx.run("link/recount", lo=lo, hi=lo + PAGE_KEYS)[0]["n"])
+            n = int(tx.run("link/recount", lo=lo, hi=hi)[0]["n"])
         fixed += n
         if n:
             store.checkpoint()

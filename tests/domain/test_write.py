@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from keymem.errors import InvalidInput, NotFound
 from keymem.memory.graph import MemoryGraph
+from tests.conftest_engines import ENGINES, engine_url
+
+
+@pytest.fixture(params=ENGINES)
+def store_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """Every test here on both engines: the write path is the store contract's."""
+    yield from engine_url(request)
 
 
 def counts(graph: MemoryGraph) -> dict[str, int]:
@@ -219,6 +228,7 @@ def test_namespaces_isolate_reads(graph: MemoryGraph) -> None:
     assert graph.browse_keys(namespace="default").total == 0
 
 
+@pytest.mark.atomic_writes
 def test_batch_error_names_the_item(graph: MemoryGraph) -> None:
     with pytest.raises(NotFound, match=r"^items\[1\]: related_to"):
         graph.remember_batch([

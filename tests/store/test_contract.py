@@ -1,0 +1,195 @@
+"""The store contract, on every engine (tests/conftest_engines.py): the same statements, parameters,
+write scopes and vector search, whichever engine ``KEYMEM_STORE_URL`` selects."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keymem.errors import StoreError
+from keymem.settings import load_settings
+from keymem.store import migrations
+from keymem.store.cypher import QueryParamError
+from keymem.store.db import Store
+from keymem.store.factory import open_store
+from keymem.store.vectors import SENTINEL, KeyVectors
+from tests.conftest_engines import ENGINES, engine_url
+
+
+@pytest.fixture(params=ENGINES)
+def store_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    yield from engine_url(request)
+
+
+@pytest.fixture
+def store(tmp_path: Path, store_url: str | None) -> Iterator[Store]:
+    s = open_store(load_settings({}, data_dir=tmp_path / "db", store_url=store_url, buffer_pool_mb=64))
+    migrations.migrate(s)
+    yield s
+    s.close()
+
+
+def test_unbound_parameter_is_refused_before_the_engine(store: Store) -> None:
+    with store.write() as tx:
+        tx.run("meta/set", name="a", value="1")
+        tx.run("meta/set", name="b", value="2")
+    # Kuzu itself would run "WHERE m.name = $name" with $name unbound and match every row.
+    with pytest.raises(QueryParamError, match=r"missing \$name"):
+        store.query("meta/get")
+    with pytest.raises(QueryParamError, match=r"unexpected \$extra"):
+        store.query("meta/get", name="a", extra=1)
+    assert len(store.query("meta/all")) == 5  # a, b, the schema's walk_copies ("filled"), engine, storage_version
+
+
+@pytest.mark.atomic_writes
+def test_write_rolls_back_on_error(store: Store) -> None:
+    with pytest.raises(RuntimeError), store.write() as tx:
+        tx.run("meta/set", name="half", value="written")
+        raise RuntimeError("crash in the middle")
+    assert store.query("meta/get", name="half") == []
+    with store.write() as tx:  # the writer is usable again
+        tx.run("meta/set", name="whole", value="ok")
+    assert store.query("meta/get", name="whole") == [{"value": "ok"}]
+
+
+@pytest.mark.atomic_writes
+def test_an_engine_error_inside_a_transaction_rolls_back(store: Store) -> None:
+    with pytest.raises((RuntimeError, StoreError)), store.write() as tx:
+        tx.run("memory/norm_create", id="x", memory_id="m1")
+        tx.raw("MATCH (n:MemoryNorm) RETURN n.id AS")  # refused by the engine
+    assert store.query("memory/norm_get", id="x") == []
+
+
+def test_a_statement_the_engine_refuses_writes_nothing(store: Store) -> None:
+    """One statement is all-or-nothing on every engine (FalkorDB undoes a statement failing at run time)."""
+    with store.write() as tx:
+        tx.run("meta/set", name="kept", value="1")
+    with pytest.raises((RuntimeError, StoreError)), store.write() as tx:
+        tx.raw("CREATE (:Meta {name: 'half', value: '1'}) WITH 1 AS one UNWIND [1, 0] AS d RETURN one / d AS x")
+    assert store.query("meta/get", name="half") == []
+    assert store.query("meta/get", name="kept") == [{"value": "1"}]
+
+
+def test_a_failed_write_scope_says_what_it_kept(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """Pins each engine's write scope: whole on LadybugDB; on FalkorDB the statements before the failure
+    stay, and the store logs it (Capabilities.atomic_write_scope)."""
+    caplog.set_level(logging.ERROR, logger="keymem.store")
+    with pytest.raises(ValueError), store.write() as tx:
+        tx.run("meta/set", name="before", value="1")
+        raise ValueError("the body fails after a write")
+    kept = store.query("meta/get", name="before")
+    if store.capabilities.atomic_write_scope:
+        assert kept == [] and "changes stay" not in caplog.text
+    else:
+        assert kept == [{"value": "1"}] and "1 statement(s) had changed the graph" in caplog.text
+
+
+def test_after_commit_runs_only_on_commit(store: Store) -> None:
+    seen: list[str] = []
+    with store.write() as tx:
+        tx.after_commit(lambda: seen.append("committed"))
+    with pytest.raises(ValueError), store.write() as tx:
+        tx.after_commit(lambda: seen.append("rolled back"))
+        raise ValueError
+    assert seen == ["committed"]
+
+
+def test_migrations_recorded_and_idempotent(store: Store) -> None:
+    names = migrations.applied(store)
+    assert names == migrations.available()[1:] and names[0] == "001_init"
+    assert migrations.migrate(store) == []
+    assert migrations.applied(store) == names
+
+
+def test_values_come_back_as_written(store: Store) -> None:
+    """Text with separators, quotes, newlines and Hangul, nulls, booleans, floats and integers survive
+    the engine (FalkorDB's client sends parameters as text)."""
+    text = 'ns\x1fa "quoted" \'single\' back\\slash\nnew line\ttab 한국어'
+    with store.write() as tx:
+        tx.run("memory/create", id="m1", namespace="ns", content=text, norm="n", now=1_800_000_000.25, depth=0.5,
+               decay_profile="standard", ttl_seconds=None, expires_at=None, supersedes=None, source=None,
+               terms="a\x1fb")
+    m = store.query("memory/get", id="m1")[0]["m"]
+    assert m["content"] == text and m["terms"] == "a\x1fb"
+    assert m["active"] is True and m["has_related"] is False
+    assert m["access_count"] == 0 and isinstance(m["access_count"], int)
+    assert m["created_at"] == pytest.approx(1_800_000_000.25, abs=1e-3) and m["depth"] == 0.5
+    assert m["expires_at"] is None and m["evidence"] is None  # unset properties read as None on every engine
+
+
+def test_whole_table_pages_cover_every_row_once(store: Store) -> None:
+    """``offset_ranges`` pages (node offsets on LadybugDB, node ids on FalkorDB) cover every row once,
+    across the holes deletes leave."""
+    with store.write() as tx:
+        for i in range(30):
+            tx.run("key/create", id=f"k{i:02d}", namespace="ns", text=f"t{i}", norm=f"t{i}", key_type="concept",
+                   now=1.0)
+    with store.write() as tx:
+        for i in range(0, 30, 3):
+            tx.run("key/delete", id=f"k{i:02d}")
+    seen: list[str] = []
+    for lo, hi in store.offset_ranges("key/offset_end", page=4):
+        for row in store.query("mirror/keys_range", lo=lo, hi=hi):
+            seen.extend(row["ids"] or [])
+    assert sorted(seen) == [f"k{i:02d}" for i in range(30) if i % 3]
+
+
+def _unit(rng: np.random.Generator, dim: int) -> np.ndarray:
+    v = rng.normal(size=dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_exact_vector_search_on_every_engine(store: Store) -> None:
+    rng = np.random.default_rng(7)
+    vecs = KeyVectors(store, 16, index_min_keys=10_000)
+    vecs.create_table()
+    data = {f"k_{i:08x}": _unit(rng, 16) for i in range(60)}
+    with store.write() as tx:
+        for i, (kid, v) in enumerate(data.items()):
+            vecs.insert(tx, kid, "a" if i % 2 == 0 else "b", v)
+    vecs.load()  # the cache comes back from the engine, not from the inserts
+    assert not vecs.indexed and len(vecs) == 60 and "exact scan" in vecs.path
+    got = vecs.get(list(data)[:3])
+    for kid in list(data)[:3]:
+        assert np.allclose(got[kid], data[kid], atol=1e-6)  # stored as 32-bit floats on both engines
+    for kid, v in list(data.items())[:10]:
+        ns = "a" if list(data).index(kid) % 2 == 0 else "b"
+        hits = vecs.search(v, ns, 3)
+        assert hits[0][0] == kid and hits[0][1] == pytest.approx(1.0, abs=1e-4)
+        assert all(h[0] != SENTINEL for h in hits)
+        other = "b" if ns == "a" else "a"
+        assert kid not in [h[0] for h in vecs.search(v, other, 10)]  # namespaces never mix
+    first = next(iter(data))
+    with store.write() as tx:
+        vecs.delete(tx, first, "a")
+    vecs.load()
+    assert first not in [h[0] for h in vecs.search(data[first], "a", 5)] and len(vecs) == 59
+
+
+def test_a_bad_store_url_is_one_line(tmp_path: Path) -> None:
+    from keymem.settings import SettingsError
+
+    for url, why in [("redis://h:1", "must start with falkordb://"), ("falkordb://h", "names no port"),
+                     ("falkordb://:secret@h:1/a b", "prefix"), ("falkordb://h:99999", "not a URL")]:
+        with pytest.raises(SettingsError) as err:
+            load_settings({"KEYMEM_STORE_URL": url})
+        message = str(err.value)
+        assert message.startswith("KEYMEM_STORE_URL ") and why in message and "\n" not in message, message
+        assert "secret" not in message
+
+
+def test_an_unreachable_server_is_one_line_within_two_seconds(tmp_path: Path) -> None:
+    from tests.conftest_engines import free_port
+
+    settings = load_settings({}, data_dir=tmp_path, store_url=f"falkordb://user:secret@127.0.0.1:{free_port()}/k")
+    started = time.monotonic()
+    with pytest.raises(StoreError) as err:
+        open_store(settings)
+    assert time.monotonic() - started < 2.0
+    message = str(err.value)
+    assert "is unreachable" in message and "\n" not in message and "secret" not in message, message
