@@ -55,6 +55,14 @@ def _memory_line(m: dict[str, Any], text_field: str = "content", extra: list[str
     return f"[{m['memory_id']}] {m[text_field]}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
+def omitted(d: dict[str, Any]) -> str:
+    """The one line saying memories were held back because the caller has them ("" when none were)."""
+    n = d.get("omitted") or 0
+    if not n:
+        return ""
+    return f"{n} {'memory' if n == 1 else 'memories'} you already have omitted (include_seen=true repeats)"
+
+
 def recall(d: dict[str, Any]) -> str:
     lines = []
     if d.get("note"):
@@ -69,7 +77,9 @@ def recall(d: dict[str, Any]) -> str:
             lines.append("memories:")
         lines += [_memory_line(m) for m in memories]
     elif not d.get("note"):
-        lines.append("no memory")
+        lines.append("no new memory" if d.get("omitted") else "no memory")
+    if d.get("omitted"):
+        lines.append(omitted(d))
     if d.get("namespaces"):
         lines.append("namespaces: " + ", ".join(f"{k} {v}" for k, v in d["namespaces"].items()))
     return "\n".join(lines)
@@ -77,14 +87,17 @@ def recall(d: dict[str, Any]) -> str:
 
 def read_key(d: dict[str, Any]) -> str:
     k, mems = d["key"], d.get("memories") or []
-    first = d.get("offset", 0) + 1
-    shown = f"{first}-{first + len(mems) - 1} of {d['total']}" if mems else f"none of {d['total']}"
+    # ranks in the key: memories the caller has are skipped, so a page's ranks may have gaps
+    first, last = (mems[0]["within_key_rank"], mems[-1]["within_key_rank"]) if mems else (0, 0)
+    shown = f"{first}-{last} of {d['total']}" if mems else f"none of {d['total']}"
     lines = [f"key: {_key(k, count=False)}; memories {shown}"]
     for m in mems:
         also = [o["key"] for o in m.get("other_keys") or []]
         lines.append(_memory_line(m, "preview", ["also " + ", ".join(also)] if also else None))
-    if mems and first + len(mems) - 1 < d["total"]:
-        lines.append(f"(more: offset {first + len(mems) - 1})")
+    if d.get("omitted"):
+        lines.append(omitted(d))
+    if mems and last < d["total"]:
+        lines.append(f"(more: offset {last})")
     return "\n".join(lines)
 
 

@@ -6,6 +6,9 @@ process on the first tool call with ``KEYMEM_DAEMON=off``). By default every too
 bridged to the shared daemon, which the first tool call starts, detached, when none is running
 (see :class:`~keymem.server.backends.DaemonBackend`): a health check that only initializes and
 lists the tools starts nothing. ``bench/startup_rss.py`` measures this process's memory then.
+
+One process serves one MCP session, so it records the memories its results delivered and holds
+them back from later ``recall`` and ``read_key`` results (:mod:`keymem.server.session`).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def serve() -> int:
     from keymem.server.tools import build_server
     from keymem.server.transport import serve_stdio
 
-    server = build_server(settings, backend, started=started)
+    server = build_server(settings, backend, started=started, one_session=True)  # one process, one session
     try:
         serve_stdio(server)  # the SDK's stdio transport, with an answer for every line
     except KeyboardInterrupt:

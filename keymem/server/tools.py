@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from keymem import __version__
 from keymem.errors import KeymemError, shown
 from keymem.memory.views import (
+    MAX_SEEN,
     BatchResult,
     BrowseResult,
     CorrectResult,
@@ -40,6 +41,7 @@ from keymem.server import provenance, texts
 from keymem.server.backends import Backend
 from keymem.server.protocol import WRITES, DaemonUnavailable
 from keymem.server.render import render
+from keymem.server.session import SEEN_TOOLS, Delivered, seen_arguments
 from keymem.settings import Settings
 
 KeyType = Literal["concept", "name", "proper_noun"]
@@ -63,6 +65,11 @@ Related = Annotated[
     list[str] | None,
     Field(max_length=32, description="Related memory ids"),
 ]
+# A session does not pay twice (keymem/server/session.py): what the caller has is held back. Described on
+# recall only: the agent reads them once.
+IncludeSeen = Annotated[bool, Field(description="Repeat memories already shown")]
+Seen = Annotated[list[str] | None, Field(max_length=MAX_SEEN, description="Memory ids you have")]
+SeenAgain = Annotated[list[str] | None, Field(max_length=MAX_SEEN)]
 
 
 class KeymemTool(Tool):
@@ -154,8 +161,9 @@ def compact_schema(node: Any) -> Any:
     """An input schema without what an agent reads for nothing in every session's context.
 
     Pydantic's generated titles go, and an optional argument's ``anyOf [T, null]`` with
-    ``default: null`` becomes ``T`` (leaving it out is how a client passes null); bounds,
-    enums, defaults that say something and descriptions stay.
+    ``default: null`` becomes ``T`` (leaving it out is how a client passes null); a flag's
+    ``default: false`` goes (a flag is off unless set); bounds, enums, defaults that say
+    something and descriptions stay.
     """
     if isinstance(node, list):
         return [compact_schema(v) for v in node]
@@ -164,6 +172,8 @@ def compact_schema(node: Any) -> Any:
     out = {k: ({name: compact_schema(p) for name, p in v.items()} if k == "properties" and isinstance(v, dict)
                else compact_schema(v))  # an argument may be named "title"; a schema's title goes
            for k, v in node.items() if k != "title"}
+    if out.get("type") == "boolean" and out.get("default", True) is False:
+        out.pop("default")
     options = out.get("anyOf")
     if isinstance(options, list) and {"type": "null"} in options and out.get("default", 0) is None:
         rest = [o for o in options if o != {"type": "null"}]
@@ -199,9 +209,11 @@ def publish_key_types_as_list(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_server(settings: Settings, backend: Backend, *, started: float | None = None, auth: Any = None,
-                 token_verifier: Any = None) -> MCPServer:
+                 token_verifier: Any = None, one_session: bool = False) -> MCPServer:
     """The MCP server for one process; ``started`` (monotonic) bounds the wait for live counts; ``auth`` and
-    ``token_verifier`` (the SDK's) make the HTTP server require bearer tokens (keymem/server/http.py)."""
+    ``token_verifier`` (the SDK's) make the HTTP server require bearer tokens (keymem/server/http.py);
+    ``one_session``: the process serves one MCP session (stdio), which records the memories it delivered
+    and holds them back from later recall and read_key results (keymem/server/session.py)."""
     t0 = time.monotonic() if started is None else started
     content_max = settings.max_content_chars
     Content = Annotated[str, Field(min_length=1, max_length=content_max, description="The fact, self-contained")]
@@ -230,12 +242,17 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         return register
 
     session_notes: list[str] | None = None  # said once, in the session's first tool result
+    delivered = Delivered() if one_session else None
 
     async def run(method: str, args: dict[str, Any], *, with_source: bool = False) -> CallToolResult:
         """The call on the backend: compact lines as text (what the model reads), the full result as
         structuredContent (what programs read; keymem/server/render.py)."""
         nonlocal session_notes
+        if method in SEEN_TOOLS:
+            args = seen_arguments(args, delivered)
         data = await call(method, args, with_source=with_source)
+        if delivered is not None:
+            delivered.record(method, data)
         text = render(method, data)
         if session_notes is None:  # checked at the first call, not at start: the start path stays light
             session_notes = texts.unavailable_components(settings)
@@ -278,12 +295,14 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         ] = None,
         explain: Annotated[bool, Field(description="Also return per-namespace counts")] = False,
         budget: Annotated[int | None, Field(ge=50, le=4000, description="Most tokens of memories (default 500)")] = None,
+        include_seen: IncludeSeen = False,
+        seen: Seen = None,
     ) -> Annotated[CallToolResult, RecallResult]:
         """Keys the query routes to, and the best memories within a token budget: direct matches, then
         memories associated through shared keys (marked "via" their key path). Changes nothing. Need
         more? read_key a key."""
         return await run("recall", dict(query=query, top_k=top_k, namespace=namespace, context=context, explain=explain,
-                                        budget=budget))
+                                        budget=budget, include_seen=include_seen, seen=seen))
 
     @tool(read_only)
     async def browse_keys(
@@ -302,9 +321,12 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
         namespace: Namespace = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
         offset: Annotated[int, Field(ge=0, le=1_000_000)] = 0,
+        include_seen: bool = False,
+        seen: SeenAgain = None,
     ) -> Annotated[CallToolResult, ReadKeyResult]:
         """One key's memories, best first, each with its other keys (the next hop); paged."""
-        return await run("read_key", dict(key_id=key_id, query=query, namespace=namespace, limit=limit, offset=offset))
+        return await run("read_key", dict(key_id=key_id, query=query, namespace=namespace, limit=limit, offset=offset,
+                                          include_seen=include_seen, seen=seen))
 
     @tool(writes)
     async def read_memory(

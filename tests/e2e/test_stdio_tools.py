@@ -89,7 +89,8 @@ def test_every_tool_happy_and_error_paths(km: Keymem, tmp_path: Path) -> None:
             await s.ok("forget", {"memory_id": again["memory_id"]})
 
             # recall
-            rec = await s.ok("recall", {"query": "fruit", "explain": True})
+            # read_memory above delivered mid in this session: asked for again (include_seen), it comes back
+            rec = await s.ok("recall", {"query": "fruit", "explain": True, "include_seen": True})
             assert rec["keys"] and rec["memory"]["memory_id"] == mid and "namespaces" in rec
             assert "query" in await s.err("recall", {"query": ""})
             assert "top_k" in await s.err("recall", {"query": "x", "top_k": 500})
@@ -102,7 +103,7 @@ def test_every_tool_happy_and_error_paths(km: Keymem, tmp_path: Path) -> None:
 
             # read_key
             fruit = next(k for k in r["keys"] if k["key"] == "fruit")
-            rk = await s.ok("read_key", {"key_id": fruit["key_id"], "query": "strawberries"})
+            rk = await s.ok("read_key", {"key_id": fruit["key_id"], "query": "strawberries", "include_seen": True})
             assert rk["memories"][0]["memory_id"] == mid and rk["total"] == 1
             assert "does not exist" in await s.err("read_key", {"key_id": "k_deadbeef"})
 

@@ -394,6 +394,35 @@ def test_a_write_repeated_with_its_request_id_is_applied_once(remote: dict[str, 
     assert bad.is_error and bad.content[0].text.startswith("remember: request_id 'short' is invalid")
 
 
+def test_over_http_the_client_passes_what_it_has_seen(remote: dict[str, Any]) -> None:
+    """Stateless HTTP keeps no record of a session: nothing is held back unless the client passes ``seen``."""
+    url, t = remote["url"], remote["tokens"]
+    ferries = ["The morning ferry to Arran leaves Ardrossan at seven", "The ferry to Mull is booked for Friday",
+               "The user gets seasick on the Islay ferry", "The Skye ferry was cancelled by the storm on Monday",
+               "The user keeps ferry tickets in the blue folder", "The ferry cafe serves porridge until ten",
+               "The user's car fits on the small Cumbrae ferry"]
+    err, text, _ = call(url, t["root"], "remember_batch", {"items": [{"content": f, "keys": ["ferry trips"]}
+                                                                     for f in ferries]})
+    assert not err, text
+
+    async def session(s: Any) -> list[Any]:  # the same question twice in one MCP session
+        return [await s.call_tool("recall", {"query": "ferry trips", "budget": 120}) for _ in range(2)]
+
+    first, again = anyio.run(mcp_session, url, t["root"], session)
+    got = [m["memory_id"] for m in first.structured_content["memories"]]
+    assert got and [m["memory_id"] for m in again.structured_content["memories"]] == got  # one session: no record
+    err, text, data = call(url, t["root"], "recall", {"query": "ferry trips", "budget": 120, "seen": got})
+    assert not err and data["memories"] and not {m["memory_id"] for m in data["memories"]} & set(got)
+    assert data["omitted"] == len(got) and "already have omitted (include_seen=true repeats)" in text
+    err, _, page = call(url, t["root"], "read_key", {"key_id": "ferry trips", "seen": got})
+    assert not err and page["omitted"] == len(got) and len(page["memories"]) == len(ferries) - len(got)
+    err, _, data = call(url, t["root"], "recall", {"query": "ferry trips", "budget": 120, "seen": got,
+                                                   "include_seen": True})
+    assert not err and [m["memory_id"] for m in data["memories"]] == got and data["omitted"] == 0
+    err, text, _ = call(url, t["root"], "read_key", {"key_id": "ferry trips", "seen": ["ferry"]})
+    assert err and text == "read_key: seen 'ferry' is not a keymem id (expected m_ followed by hex)"
+
+
 def test_with_the_daemon_off_the_http_server_opens_the_store_itself(km: Keymem) -> None:
     token = make_token(km, "solo")
     env = {**km.env, "KEYMEM_DAEMON": "off"}

@@ -54,6 +54,24 @@ def test_read_key_lines_list_each_memorys_other_keys() -> None:
                                  "(more: offset 1)"]
 
 
+def test_memories_held_back_as_seen_are_one_short_line() -> None:
+    line = "2 memories you already have omitted (include_seen=true repeats)"
+    empty = {"keys": [KEY], "memory": None, "memories": [], "confident": True, "note": None}
+    assert render("recall", {**empty, "omitted": 2}).splitlines() == [
+        "keys: Newton k_0123456789abcdef0123 (name, 1 memory)", "no new memory", line]
+    assert render("recall", {**empty, "omitted": 0}).splitlines()[-1] == "no memory"
+    one = render("recall", {**empty, "omitted": 1})
+    assert one.endswith("1 memory you already have omitted (include_seen=true repeats)")
+    # read_key: the ranks shown are the key's own, with the seen ones skipped; the next page follows the last
+    text = render("read_key", {
+        "key": KEY, "total": 9, "offset": 0, "limit": 2, "omitted": 2,
+        "memories": [{"memory_id": f"m_{c * 20}", "preview": f"Fact {c}.", "within_key_rank": rank, "score": 0.5,
+                      "score_kind": "link_weight", "link_weight": 1.0, "validity": FRESH}
+                     for c, rank in (("a", 2), ("b", 4))]})
+    assert text.splitlines() == ["key: Newton k_0123456789abcdef0123 (name); memories 2-4 of 9",
+                                 f"[m_{'a' * 20}] Fact a.", f"[m_{'b' * 20}] Fact b.", line, "(more: offset 4)"]
+
+
 def test_write_results_are_one_line() -> None:
     keys = [{"key_id": "k_1", "key": "apple", "key_type": "concept"}]
     assert render("remember", {"memory_id": "m_1", "keys": keys, "duplicate": False}) == "stored m_1 (keys: apple k_1)"
@@ -62,8 +80,10 @@ def test_write_results_are_one_line() -> None:
     assert render("forget", {"memory_id": "m_1", "deleted": True}) == "deleted m_1"
 
 
-def test_the_ten_tools_fit_6000_characters() -> None:
-    """Descriptions and input schemas are in every session's context: at most 6,000 characters together."""
+def test_the_ten_tools_fit_6200_characters() -> None:
+    """Descriptions and input schemas are in every session's context: at most 6,200 characters together
+    (6,000 before recall and read_key took include_seen and seen, ~190 characters after the flags lost
+    their "default": false)."""
     from keymem.server.tools import build_server
     from keymem.settings import load_settings
 
@@ -77,6 +97,6 @@ def test_the_ten_tools_fit_6000_characters() -> None:
     assert len(tools) == 10
     size = sum(len(t.name) + len(t.description or "") + len(json.dumps(t.input_schema, separators=(",", ":")))
                for t in tools)
-    assert size <= 6000, size
+    assert size <= 6200, size
     for t in tools:  # no stray indentation in what the model reads
         assert "\n    " not in (t.description or ""), t.name

@@ -9,6 +9,17 @@ import pytest
 from mcp import Client
 
 from keymem.errors import InvalidInput, NotFound
+from keymem.memory.views import (
+    KeyMemory,
+    KeyRef,
+    KeyView,
+    MemoryPreview,
+    MemoryView,
+    ReadKeyResult,
+    RecalledMemory,
+    RecallResult,
+    Validity,
+)
 from keymem.server import texts
 from keymem.server.protocol import DaemonUnavailable
 from keymem.server.tools import REMEMBER_ARGS, build_server
@@ -65,7 +76,8 @@ def test_exactly_ten_tools_with_documented_arguments(fake: FakeBackend) -> None:
         assert t.output_schema and t.output_schema.get("type") == "object", t.name
         props = t.input_schema["properties"]
         for name, prop in props.items():
-            described_once = t.name in ("correct", "remember_batch") and name in REMEMBER_ARGS  # on remember
+            described_once = ((t.name in ("correct", "remember_batch") and name in REMEMBER_ARGS)  # on remember
+                              or (t.name == "read_key" and name in ("include_seen", "seen")))  # on recall
             if name not in ("limit", "offset", "namespace", "items") and not described_once:
                 assert "description" in prop or "$ref" in prop or name in ("query",), (t.name, name)
     by_name = {t.name: t for t in tools}
@@ -180,7 +192,7 @@ BAD_CALLS = [
     ("recall", {}, "recall: missing required argument 'query' (a string of 1 to 4000 characters)"),
     ("recall", {"query": "x", "querry": "y"},
      "recall: unknown argument 'querry' (did you mean 'query'?); the arguments are query, top_k, namespace, "
-     "context, explain, budget"),
+     "context, explain, budget, include_seen, seen"),
     ("browse_keys", {"hubs_only": "maybe"}, "browse_keys: argument 'hubs_only' must be true or false (got \"maybe\")"),
     ("read_key", {"key_id": "k_1", "offset": -1},
      "read_key: argument 'offset' must be an integer from 0 to 1000000 (got -1)"),
@@ -213,7 +225,7 @@ BAD_CALLS = [
      f"recall: argument 'query' must be a string of 1 to 4000 characters (got \"{'q' * 80}…\" (5000 characters))"),
     ("recall", {"query": "x", "z" * 100_000: 1},
      f"recall: unknown argument '{'z' * 80}…' (100000 characters); the arguments are query, top_k, namespace, "
-     "context, explain, budget"),
+     "context, explain, budget, include_seen, seen"),
     ("remember", {"content": "x", "keys": ["k" * 300]},
      f"remember: argument 'keys[0]' must be a string of 1 to 200 characters (got \"{'k' * 80}…\" (300 characters))"),
     ("remember_batch", {"items": [{"content": "a b", "keys": ["a"], "ttl": 5}]},
@@ -234,6 +246,12 @@ BAD_CALLS += [
      "remember_batch: argument 'items[0].ttl_seconds' must be a number greater than 0 (got \"60\")"),
     ("remember_batch", {"items": '[{"content": "x", "keys": ["k"], "ttl_seconds": "60"}]'},  # a list sent as JSON text
      "remember_batch: argument 'items[0].ttl_seconds' must be a number greater than 0 (got \"60\")"),
+    # what the caller has already (a session does not pay twice)
+    ("recall", {"query": "x", "seen": "m_0123456789"},
+     "recall: argument 'seen' must be a list of at most 2000 items, each a string (got \"m_0123456789\")"),
+    ("read_key", {"key_id": "k_1", "seen": ["m_0123456789", 5]}, "read_key: argument 'seen[1]' must be a string (got 5)"),
+    ("read_key", {"key_id": "k_1", "include_seen": "yes"},
+     "read_key: argument 'include_seen' must be true or false (got \"yes\")"),
     # a tool the server does not have
     ("recal", {"query": "x"},
      "recal: unknown tool (did you mean 'recall'?); the tools are recall, browse_keys, read_key, read_memory, "
@@ -276,6 +294,65 @@ def test_every_tool_error_is_one_line_naming_the_tool(fake: FakeBackend, error: 
             return str(r.content[0].text)  # type: ignore[union-attr]
 
     assert run(main()) == text
+
+
+def test_one_session_holds_back_what_it_delivered_unless_asked(fake: FakeBackend) -> None:
+    """stdio (``one_session``): recall, read_key and read_memory results are recorded and sent as ``seen``
+    with later recall and read_key calls; include_seen=true sends none; the caller's seen comes first."""
+    a, b, c, d = (f"m_{ch * 12}" for ch in "abcd")
+    fresh = Validity(freshness=1.0, status="fresh", age_days=0.0, last_confirmed_at="2026-01-01T00:00:00Z",
+                     confirmation_count=0, decay_profile="standard", verification_recommended=False,
+                     verification_required=False)
+    key = KeyView(key_id="k_1", key="k", key_type="concept", aliases=[], memory_count=1, is_hub=False, specificity=1.0)
+    results = {
+        "recall": RecallResult(
+            keys=[], memory=MemoryPreview(memory_id=a, content="x", matched_key=KeyRef(key_id="k_1", key="k"),
+                                          validity=fresh, connected_keys=[]),
+            memories=[RecalledMemory(memory_id=m, content="x", hops=0, via=[], validity=fresh) for m in (a, b)]),
+        "read_key": ReadKeyResult(key=key, total=1, offset=0, limit=10, memories=[KeyMemory(
+            memory_id=c, preview="z", within_key_rank=1, score=1.0, score_kind="link_weight", link_weight=1.0,
+            validity=fresh)]),
+        "read_memory": MemoryView(memory_id=d, content="x", namespace="default", keys=[], validity=fresh, depth=0.0,
+                                  depth_stage="shallow", access_count=1, supersedes=None, superseded_by=None,
+                                  active=True, source=None, related_to=[], expires_at=None),
+    }
+
+    class Recording(FakeBackend):
+        async def call(self, method: str, params: dict[str, Any], source: Any, request_id: str | None = None) -> Any:
+            self.calls.append((method, params, source))
+            return results[method].dump()
+
+    def seen_sent(one_session: bool) -> list[Any]:
+        backend = Recording()
+
+        async def main() -> None:
+            async with Client(build_server(load_settings({}), backend, one_session=one_session)) as client:
+                for tool, args in [("recall", {"query": "q"}), ("read_key", {"key_id": "k_1"}),
+                                   ("read_memory", {"memory_id": d}), ("recall", {"query": "q"}),
+                                   ("read_key", {"key_id": "k_1", "seen": [f"m_{'e' * 12}"]}),
+                                   ("recall", {"query": "q", "include_seen": True, "seen": [a]})]:
+                    r = await client.call_tool(tool, args)
+                    assert not r.is_error, r.content
+
+        run(main())
+        assert all("include_seen" not in params for _, params, _ in backend.calls)
+        return [params.get("seen") for method, params, _ in backend.calls if method != "read_memory"]
+
+    # most recent first (the fake answers every recall with a and b: the second one made them recent again)
+    assert seen_sent(True) == [None, [b, a], [d, c, b, a], [f"m_{'e' * 12}", b, a, d, c], None]
+    # HTTP (stateless): no record, only what the caller passes; include_seen drops that too
+    assert seen_sent(False) == [None, None, None, [f"m_{'e' * 12}"], None]
+
+
+def test_the_session_record_keeps_the_most_recent_ids() -> None:
+    from keymem.server.session import Delivered
+
+    record = Delivered(limit=3)
+    for mid in ("m_1", "m_2", "m_3"):
+        record.record("read_memory", {"memory_id": mid})
+    record.record("read_key", {"memories": [{"memory_id": "m_1"}, {"memory_id": "m_4"}]})  # m_1 again: recent
+    record.record("remember", {"memory_id": "m_5"})  # the agent wrote it: not a delivery
+    assert record.ids() == ["m_3", "m_1", "m_4"]
 
 
 def test_input_schemas_say_unknown_arguments_are_refused(fake: FakeBackend) -> None:
