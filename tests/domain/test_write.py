@@ -236,3 +236,27 @@ def test_batch_error_names_the_item(graph: MemoryGraph) -> None:
             {"content": "points nowhere", "keys": ["b"], "related_to": ["m_0123456789abcdef0123"]},
         ])
     assert counts(graph)["m"] == 0
+
+
+def test_remember_recall_forget_and_reopen(graph: MemoryGraph, settings, minilm_embedder) -> None:  # type: ignore[no-untyped-def]
+    """The whole path on each engine: written memories are recalled, a forgotten one is not, and a
+    reopened graph loads the same mirror and recalls the same (its pages read back from the engine)."""
+    tea = graph.remember(content="Mina drinks green tea every morning", keys=["Mina", "tea"], key_types=["name", "concept"])
+    graph.remember(content="The office coffee machine is broken", keys=["coffee machine", "office"])
+    gone = graph.remember(content="Mina used to drink coffee", keys=["Mina", "coffee"], key_types=["name", "concept"])
+
+    def recalled(g: MemoryGraph) -> list[str]:
+        return [m.memory_id for m in g.recall(query="what does Mina drink", top_k=5).memories]
+
+    assert tea.memory_id in recalled(graph) and gone.memory_id in recalled(graph)
+    graph.forget(memory_id=gone.memory_id)
+    after = recalled(graph)
+    assert tea.memory_id in after and gone.memory_id not in after
+    before = graph.mirror.snapshot()
+    graph.close()
+    again = MemoryGraph.open(settings, embedder=minilm_embedder, reranker=None, progress=False)
+    try:
+        assert again.mirror.snapshot() == before
+        assert recalled(again) == after
+    finally:
+        again.close()
