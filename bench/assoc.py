@@ -36,7 +36,8 @@ this order, so that nothing measured is changed by what was measured before it:
    ``additionalContext`` (the same); then the prompts about nothing stored (the file's own, or
    ``assoc_cases.UNRELATED`` for a v1 file): does the hook inject anything, does ``recall`` present
    a memory, does it say ``confident: false``; last, a scripted navigation of at most ``--calls``
-   (4) tool calls (bench/assoc_agent.py ``Navigator``): whether the target's full text was
+   (4) tool calls (bench/assoc_agent.py ``Navigator``), in an MCP session of its own per question
+   (the server holds back what the session already got): whether the target's full text was
    received, in how many calls and tokens, and whether within ``--budget`` (1,500) tokens.
 3. **Report** (bench/assoc_report.py): by hops and by tag (``alias``, ``keyform``, ``decoy``,
    ``hub``): target in ``recall``, in the hook, in the navigation; decoy delivered; precision of

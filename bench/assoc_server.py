@@ -1,12 +1,15 @@
-"""The real server and hook of bench/assoc.py: one MCP stdio session and one ``keymem hook`` per prompt.
+"""The real server and hook of bench/assoc.py: real MCP stdio sessions and one ``keymem hook`` per prompt.
 
-One real ``keymem`` stdio server (``python -m keymem.cli.main``, MiniLM via ``LOCAL_EMBEDDING_MODEL``
+Real ``keymem`` stdio servers (``python -m keymem.cli.main``, MiniLM via ``LOCAL_EMBEDDING_MODEL``
 / ``LOCAL_EMBEDDING_MODEL_PATH``, ``KEYMEM_RERANK=false``, ``KEYMEM_AUTOKEY=false`` so that no alias
-is learned between questions) and one MCP session (the SDK's ``Client`` over stdio) for every call;
-the server's first call starts the shared daemon, which the hook then talks to. Order, so that
-nothing measured is changed by what was measured before it: every case's ``recall``, every case's
-hook, the unrelated prompts (``recall`` and hook), then the navigations (``read_memory`` records an
-access).
+is learned between questions) over the SDK's ``Client``: one session for every case's first
+``recall`` and the unrelated prompts, each with ``include_seen: true`` (a session holds back what it
+already delivered, and no question's answer may depend on the ones asked before it), and one
+session per case for its navigation (one agent answering one question: within it, the server holds
+back what that navigation already got). The first call starts the shared daemon, which the hook and
+the other sessions then talk to. Order, so that nothing measured is changed by what was measured
+before it: every case's ``recall``, every case's hook, the unrelated prompts (``recall`` and hook),
+then the navigations (``read_memory`` records an access).
 """
 
 from __future__ import annotations
@@ -104,7 +107,8 @@ async def server_paths(env: dict[str, str], work: Path, cases: list[dict[str, An
             for case in cases:
                 content = case["memories"][case["target"]]["content"]
                 target = ids[f"{case['id']}#{case['target']}"]
-                text, structured, err = await mcp_call(client, "recall", {"query": case["question"]})
+                text, structured, err = await mcp_call(client, "recall", {"query": case["question"],
+                                                                           "include_seen": True})
                 out["recall"][case["id"]] = {
                     "hit": holds(text, content), "id": mentions(text, target), "tokens": ntok(text), "error": err,
                     "text": text, "confident": (structured or {}).get("confident"),
@@ -125,7 +129,7 @@ async def server_paths(env: dict[str, str], work: Path, cases: list[dict[str, An
             t0 = time.perf_counter()
             for u in unrelated:
                 prompt = u["prompt"]
-                text, structured, err = await mcp_call(client, "recall", {"query": prompt})
+                text, structured, err = await mcp_call(client, "recall", {"query": prompt, "include_seen": True})
                 ctx, secs, failure = await asyncio.to_thread(run_hook, env, prompt, str(work))
                 shown = previews(structured)
                 out["unrelated"].append({
@@ -139,9 +143,10 @@ async def server_paths(env: dict[str, str], work: Path, cases: list[dict[str, An
                     "error": err, "hook_failure": failure, "recall_text": text, "hook_text": ctx})
             out["seconds"]["unrelated"] = round(time.perf_counter() - t0, 1)
 
-            # Last: read_memory writes (an access, a Hebbian step on the link it came through).
-            t0 = time.perf_counter()
-            for case in cases:
+        # Last: read_memory writes (an access, a Hebbian step on the link it came through).
+        t0 = time.perf_counter()
+        for case in cases:  # a session of its own: what it holds back is what this navigation got
+            async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
                 content = case["memories"][case["target"]]["content"]
                 nav = Navigator(case["question"], max_calls=args.calls)
                 steps: list[Step] = []
@@ -151,7 +156,7 @@ async def server_paths(env: dict[str, str], work: Path, cases: list[dict[str, An
                     steps.append(Step(tool, targs, ntok(text), holds(text, content), err))
                     nav.observe(tool, targs, None if err else structured)
                 out["navigation"][case["id"]] = navigation_row(steps, args.budget)
-            out["seconds"]["navigation"] = round(time.perf_counter() - t0, 1)
+        out["seconds"]["navigation"] = round(time.perf_counter() - t0, 1)
     return out
 
 

@@ -25,6 +25,10 @@ truncated preview. Evidence recall (share of the question's evidence turns in co
 reported for both; *full* is the headline (a truncated preview can miss the fact, often the
 session date at the end of a LoCoMo turn).
 
+**One session per question.** As the stdio server does for its session (keymem/server/session.py,
+whose ``Delivered`` record this uses), ``recall`` and ``read_key`` hold back the memories the
+question's earlier calls delivered (passed as ``seen``): the next ones come in their place.
+
 **No writes.** ``read_memory`` records an access and strengthens the edge it came through, so
 one question's reads would change the next question's ``read_key`` ranking. The agent's
 ``read_memory`` is served by ``peek_memory``: the view ``read_memory`` builds after its write
@@ -74,6 +78,7 @@ import _common  # noqa: E402
 import locomo  # noqa: E402
 
 from keymem.server.render import render  # noqa: E402
+from keymem.server.session import Delivered, seen_arguments  # noqa: E402
 
 CALL_MARKS = (1, 2, 4, 8)
 FIXED_NOW = 1_800_000_000.0  # the graph's clock starts here (BenchClock)
@@ -129,21 +134,24 @@ class Session:
         self.query = query
         self.ntok = ntok
         self.calls: list[Call] = []
+        self.delivered = Delivered()  # what the stdio server records for one session
 
     def _record(self, tool: str, args: dict[str, Any], result: dict[str, Any], texts: list[str],
                 full: set[str], seen: set[str]) -> dict[str, Any]:
+        self.delivered.record(tool, result)
         tokens = self.ntok(render(tool, result))
         self.calls.append(Call(tool, args, tokens, sum(self.ntok(t) for t in texts), full, seen | full))
         return result
 
     def recall(self, top_k: int) -> dict[str, Any]:
-        res = self.graph.recall(query=self.query, top_k=top_k).dump()
+        res = self.graph.recall(**seen_arguments({"query": self.query, "top_k": top_k}, self.delivered)).dump()
         mems = res["memories"]
         return self._record("recall", {"top_k": top_k}, res, [m["content"] for m in mems],
                             {m["memory_id"] for m in mems}, set())
 
     def read_key(self, key_id: str, limit: int) -> dict[str, Any]:
-        res = self.graph.read_key(key_id=key_id, query=self.query, limit=limit).dump()
+        args = {"key_id": key_id, "query": self.query, "limit": limit}
+        res = self.graph.read_key(**seen_arguments(args, self.delivered)).dump()
         full = {m["memory_id"] for m in res["memories"] if not truncated(m["preview"])}
         seen = {m["memory_id"] for m in res["memories"]}
         return self._record("read_key", {"key_id": key_id, "limit": limit}, res,

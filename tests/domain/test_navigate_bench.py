@@ -59,6 +59,9 @@ def test_agent_follows_the_policy_and_writes_nothing(nav: ModuleType, graph: Mem
         if call.tool == "read_memory":
             assert prev.tool == "read_key" and call.args["memory_id"] in prev.seen - prev.full
     assert tiny["long"] in set().union(*(c.seen for c in calls))
+    # one session, as the stdio server: recall and read_key never show a memory an earlier call delivered
+    shown = [c.seen for c in calls if c.tool in ("recall", "read_key")]
+    assert len(shown) >= 2 and sum(map(len, shown)) == len(set().union(*shown))
     assert nav.truncated(preview(LONG)) and not nav.truncated(preview("Melanie: short [8 May, 2023]"))
     # no question changes the store: reads are peeks, recall and read_key write nothing
     assert (link_weights(graph), memory_state(graph)) == before
