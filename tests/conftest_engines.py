@@ -54,15 +54,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_falkordb(directory: Path) -> FalkorServer:
-    """Start a server and wait until it answers PING; on failure say why, with its log."""
+def start_falkordb(directory: Path, *, module: bool = True) -> FalkorServer:
+    """Start a server (``module`` False: a plain Redis) and wait until it answers PING; on failure say
+    why, with its log."""
     import redis
 
-    server, module = falkordb_binaries()
+    server, falkordb = falkordb_binaries()
+    directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = directory / "server.log"
     args = [str(server), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory),
-            "--appendonly", "yes", "--save", "", "--loadmodule", str(module)]
+            "--appendonly", "yes", "--save", ""]
+    if module:
+        args += ["--loadmodule", str(falkordb)]
     with log.open("wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + START_SECONDS

@@ -200,20 +200,29 @@ class FalkorStore(Store):
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._extensions = []
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        # The first contact, with a deadline on every step and no retry: a server that is down, or a
+        # port that accepts and never answers, is one line within CONNECT_TIMEOUT_S.
+        probe = redis.Redis(host=url.host, port=url.port, username=url.username, password=url.password,
+                            socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=CONNECT_TIMEOUT_S,
+                            retry=Retry(NoBackoff(), 0))
         try:
-            self.client = FalkorDB(host=url.host, port=url.port, username=url.username, password=url.password,
-                                   socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=None)
-            self.client.connection.ping()
-            modules = self.client.connection.execute_command("MODULE", "LIST")
+            probe.ping()
+            modules = probe.execute_command("MODULE", "LIST")
         except redis.exceptions.AuthenticationError as exc:
             raise StoreError(f"the FalkorDB server {url.shown()} refused the credentials ({exc})") from None
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             raise StoreError(f"the FalkorDB server {url.shown()} is unreachable ({exc})") from None
-        except redis.exceptions.ResponseError as exc:
-            raise StoreError(f"the server {url.shown()} refused keymem ({exc})") from None
+        except redis.exceptions.RedisError as exc:  # an answer, but not a Redis server's
+            raise StoreError(f"the server {url.shown()} did not answer as a FalkorDB server ({exc})") from None
+        finally:
+            probe.close()
         if not any(_module_name(m) == "graph" for m in modules):
-            self.client.close()
             raise StoreError(f"the server {url.shown()} answers but has no FalkorDB module loaded")
+        self.client = FalkorDB(host=url.host, port=url.port, username=url.username, password=url.password,
+                               socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=None)
         self.executor = FalkorExecutor(self.client.select_graph(url.graph), url.shown())
 
     def describe(self) -> str:

@@ -183,13 +183,46 @@ def test_a_bad_store_url_is_one_line(tmp_path: Path) -> None:
         assert "secret" not in message
 
 
-def test_an_unreachable_server_is_one_line_within_two_seconds(tmp_path: Path) -> None:
-    from tests.conftest_engines import free_port
+@pytest.mark.parametrize("server", ["closed", "silent", "http", "plain redis"])
+def test_an_unreachable_server_is_one_line_within_two_seconds(tmp_path: Path, server: str) -> None:
+    """Nothing listening, a port that accepts and never answers, a server speaking another protocol and
+    a Redis without the FalkorDB module: each is one line, in under 2.5 s, never showing the password."""
+    import socket
+    import threading
 
-    settings = load_settings({}, data_dir=tmp_path, store_url=f"falkordb://user:secret@127.0.0.1:{free_port()}/k")
+    from tests.conftest_engines import free_port, start_falkordb, stop_falkordb
+
+    listener = socket.socket()
+    plain = None
+    if server == "plain redis":
+        plain = start_falkordb(tmp_path / "plain", module=False)
+        port = plain.port
+    elif server == "closed":
+        port = free_port()
+    else:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        if server == "http":
+            def answer() -> None:
+                conn, _ = listener.accept()
+                conn.recv(1024)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+                conn.close()
+
+            threading.Thread(target=answer, daemon=True).start()
+    user = "" if plain else "user:secret@"  # a server without ACL users refuses any user (its own line)
+    settings = load_settings({}, data_dir=tmp_path, store_url=f"falkordb://{user}127.0.0.1:{port}/k")
     started = time.monotonic()
-    with pytest.raises(StoreError) as err:
-        open_store(settings)
-    assert time.monotonic() - started < 2.0
+    try:
+        with pytest.raises(StoreError) as err:
+            open_store(settings)
+        assert time.monotonic() - started < 2.5
+    finally:
+        listener.close()
+        if plain is not None:
+            stop_falkordb(plain)
     message = str(err.value)
-    assert "is unreachable" in message and "\n" not in message and "secret" not in message, message
+    assert str(port) in message and "\n" not in message and "secret" not in message, message
+    assert {"closed": "is unreachable", "silent": "is unreachable", "http": "did not answer as a FalkorDB server",
+            "plain redis": "no FalkorDB module"}[server] in message, message
