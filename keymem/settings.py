@@ -103,6 +103,10 @@ VARS: dict[str, Var] = {
         "Association strength an associated memory needs for the hook (1: the best hit; one specific key away: 0.5)",
         minimum=0, maximum=1,
     ),
+    "warm_memory_vectors": Var(
+        "KEYMEM_WARM_MEMORY_VECTORS", "bool",
+        "Embed, in the background after an open, every memory that has no content vector yet",
+    ),
     "inject_max": Var("KEYMEM_INJECT_MAX", "int", "Most memories injected per prompt", minimum=1, maximum=20),
     "transcript_access": Var("KEYMEM_TRANSCRIPT_ACCESS", "opt_bool", "Read host transcripts for provenance (unset = auto)"),
     "hook_installed": Var("KEYMEM_HOOK_INSTALLED", "bool", "A prompt hook pushes memories (changes the prompt wording)"),
@@ -146,7 +150,7 @@ VARS: dict[str, Var] = {
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = field(default_factory=lambda: Path.home() / ".keymem")
-    store_url: str | None = None  # KEYMEM_STORE_URL, checked by keymem.store.url.parse_store_url
+    store_url: str | None = None  # KEYMEM_STORE_URL, checked by keymem.engine_url.parse_store_url
     embedding_backend: Literal["local", "openai"] | None = None
     local_embedding_model: str = "bge-m3"
     local_embedding_model_path: Path | None = None
@@ -179,6 +183,7 @@ class Settings:
     task_evidence_selection: bool = True
     inject_min_association: float = 0.2
     inject_max: int = 4
+    warm_memory_vectors: bool = True
     transcript_access: bool | None = None
     hook_installed: bool = False
     hook_timeout_ms: int = 9000
@@ -262,7 +267,7 @@ def _parse(name: str, var: Var, raw: str, shown: str | None = None) -> Any:
     if kind in ("opt_str", "opt_path", "opt_float", "opt_bool", "opt_choice", "opt_int", "opt_store_url") and text == "":
         return None
     if kind == "opt_store_url":  # never echoed: it may hold a password
-        from keymem.store.url import StoreURLError, parse_store_url
+        from keymem.engine_url import StoreURLError, parse_store_url
 
         try:
             parse_store_url(text)

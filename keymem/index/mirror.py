@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from keymem.decay import DECAY_PROFILES, rank_factors
-from keymem.index import sorted_ids
+from keymem.index import sorted_ids, variants
 from keymem.store.db import columns
 from keymem.text.tokenize import normalize_text
 
@@ -210,6 +210,7 @@ class GraphMirror:
         self._k_text: list[str] = []
         self._k_type: list[str] = []
         self._parts: dict[tuple[int, str], set[int]] | None = None  # see name_part_keys (built on first use)
+        self._forms: dict[tuple[int, str], set[int]] | None = None  # see variant_keys (built on first use)
         self._k_norms: dict[int, tuple[str, str]] = {}  # key slot -> (text, normalised text), see _norm
         # Links, both ways. As loaded: two CSR layouts (by key: memory slots + weights; by memory:
         # key slots + weights), three flat arrays each instead of two small arrays per row (at 1M
@@ -540,11 +541,14 @@ class GraphMirror:
             self._k_type.append(sys.intern(r["key_type"]))
             if self._parts is not None:
                 self._add_parts(k)
+            if self._forms is not None:
+                self._add_forms(k)
         else:
             self._k_ns[k] = self._ns_code(r["namespace"])
             self._k_text[k] = r["text"]
             self._k_type[k] = sys.intern(r["key_type"])
             self._parts = None  # rebuilt on next use (a key's text rarely changes)
+            self._forms = None
 
     def _remove_key(self, kid: str) -> None:
         k = self._kid.pop(kid, None)
@@ -559,6 +563,7 @@ class GraphMirror:
         self._kids[k] = None
         self._k_over[k] = (array("i"), array("d"))
         self._parts = None
+        self._forms = None
 
     def _unlink(self, m: int) -> None:
         for k in self._m_links(m)[0].tolist():
@@ -673,6 +678,41 @@ class GraphMirror:
         for w in words:
             if w[:1].isupper():
                 self._parts.setdefault((self._k_ns[k], w.casefold()), set()).add(k)
+
+    def variant_keys(self, key_id: str) -> list[str]:
+        """Other keys of the key's namespace that are forms of it ("Terraform" / "Terraform Cloud",
+        "k8s" / "Kubernetes"; ``index/variants.py``): the walk passes through them as through the key."""
+        self._fresh()
+        with self._lock:
+            k = self._kid.get(key_id)
+            if k is None:
+                return []
+            return self._variants(self._k_ns[k], self._k_text[k], self._k_type[k], exclude=k)
+
+    def form_keys(self, namespace: str, text: str, key_type: str = "proper_noun") -> list[str]:
+        """Keys of ``namespace`` that ``text`` (a query word: "QBR", "k8s") is a form of."""
+        self._fresh()
+        with self._lock:
+            code = self._ns.get(namespace)
+            return [] if code is None else self._variants(code, text, key_type, exclude=-1)
+
+    def _variants(self, code: int, text: str, key_type: str, exclude: int) -> list[str]:
+        if self._forms is None:
+            self._forms = {}
+            for k in range(len(self._kids)):
+                if self._kids[k] is not None:
+                    self._add_forms(k)
+        found: set[int] = set()
+        for sig in variants.lookups(text, key_type):
+            found |= self._forms.get((code, sig), set())
+        found.discard(exclude)
+        return sorted(kid for k in found if (kid := self._kids[k]) is not None
+                      and variants.is_form_of(text, key_type, self._k_text[k], self._k_type[k]))
+
+    def _add_forms(self, k: int) -> None:
+        assert self._forms is not None
+        for sig in variants.forms(self._k_text[k], self._k_type[k]):
+            self._forms.setdefault((self._k_ns[k], sig), set()).add(k)
 
     def degree(self, key_id: str) -> int:
         """Links of a key, superseded and expired memories included (hub detection, IDF)."""

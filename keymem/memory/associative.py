@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from keymem.index.bm25 import capped
 from keymem.memory.calls import DirectRequest
@@ -34,8 +37,10 @@ from keymem.memory.write import LINK_INIT, LINK_MAX, LINK_MIN
 from keymem.text.tokenize import script_of
 
 if TYPE_CHECKING:
-    from keymem.index.neighbourhood import Neighbourhood
+    from keymem.index.neighbourhood import Hop, Neighbourhood
     from keymem.memory.parts import Parts
+
+Relevance = Callable[[Iterable[str]], dict[str, float]]  # memory ids -> content cosine with the query
 
 RRF_K = 60
 LEXICAL_POOL = 100
@@ -50,6 +55,12 @@ OFF_ANCHOR = 0.3  # a seed not linked to a key the query names passes this share
 BEAM = 20  # memories expanded further at each later hop
 RESTART = 0.5  # hop h keeps (1 - RESTART)**h of the activation it moves
 KEY_SIZE_DAMPING = 1.0  # a key of n memories passes (1/(n-1))**this to each of its other memories
+BUSY = 3  # a key with more other memories than this splits what it passes by relevance (associate)
+BUSY_DAMPING = 0.0  # a busy key of n others passes (BUSY/n)**this in all
+WALK_FANOUT = 400  # keys with more visible memories than this are not walked
+TEMPERATURE = 0.05  # softmax temperature over a busy key's members' content cosines
+UNIFORM_MIX = 0.2  # share of a busy key's split that stays even
+VARIANT_SHARE = 0.8  # a key's form ("Terraform Cloud" for "Terraform") passes this share of a link
 RELATED_SHARE = 1.0  # weight of a RELATED_TO edge against a shared key
 ASSOC_WEIGHT = 1.0  # an association of 1 adds the best direct score (see associate for the scale) ...
 ASSOC_WEIGHT_LOOSE = 0.25  # ... and this share of it when no seed is linked to a key the query names
@@ -186,22 +197,30 @@ def specificity(members: int) -> float:
 
 
 def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: float,
-              anchored: set[str] | None = None) -> Association:
-    """Spreading activation from the best direct hits, along specific shared keys.
+              anchored: set[str] | None = None, *, relevance: Relevance | None = None,
+              variants: Callable[[str], list[str]] | None = None) -> Association:
+    """Spreading activation from the best direct hits, along shared keys, towards what the query means.
 
     Seeds: the best ``SEED_MEMORIES`` direct candidates, with activation in proportion to their
     score (the best is 1; seeding the routed keys instead, HippoRAG-style, measured worse on
     LoCoMo: docs/BENCHMARKS.md). When some seeds are ``anchored`` (linked to a key the query
     names specifically, ``anchor_keys``), the others pass only ``OFF_ANCHOR`` of theirs: the
     association a question about "Dorian" needs starts at Dorian's memories, not at a turn that
-    happens to share its words. Each hop, a memory passes its activation through each of its
-    walkable keys to the key's other visible memories: ``a x specificity(n) x link strengths x
-    (1 - RESTART)``, where a key of ``n`` memories passes ``1/(n-1)`` (a key two memories
-    share is a strong association, a key of fifty almost none), and RELATED_TO edges pass
-    ``RELATED_SHARE``. Shares add up within a hop (two shared keys associate more than one); a
-    memory keeps the strongest hop's sum. The strengths are absolute, so a memory one specific
-    key away from the best hit gets ``1 - RESTART`` of it and one two such keys away a quarter,
-    whatever else the walk reaches; only the ``BEAM`` strongest new memories walk on.
+    happens to share its words. Each hop, a memory passes ``a x (1 - RESTART) x link strength``
+    through each of its keys (and the keys that are forms of them, ``variants``: "Terraform" /
+    "Terraform Cloud", at ``VARIANT_SHARE``) to the key's other visible memories:
+
+    * a specific key (at most ``BUSY`` other memories) splits it evenly: a key two memories share
+      is a strong association;
+    * a busy key (up to ``WALK_FANOUT`` memories: "Kubernetes", "Slack") splits it by what each
+      memory *means* to the query (``relevance``: the cosine of its content, a softmax at
+      ``TEMPERATURE``, ``UNIFORM_MIX`` of it even), and passes ``busy_share(n)`` of it in all: the
+      memory of a busy key the question is about stands out among forty that mention the key in
+      passing (HippoRAG 2 weighs nodes by specificity; the walk here weighs them by meaning too);
+
+    RELATED_TO edges pass ``RELATED_SHARE``. Shares add up within a hop (two shared keys
+    associate more than one); a memory keeps the strongest hop's sum. Only the ``BEAM`` strongest
+    new memories walk on.
     """
     seeds = sorted(cands.values(), key=lambda c: (-c.score, c.memory_id))[:SEED_MEMORIES]
     out = Association()
@@ -216,19 +235,23 @@ def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: fl
     expanded: set[str] = set(frontier)
     keep = 1.0 - RESTART
     for hop in range(1, hops + 1):
-        step = nb.step(list(frontier), now, HUB_FANOUT)
+        step = nb.step(list(frontier), now, WALK_FANOUT)
+        if variants is not None:
+            _add_variants(nb, step, variants, now)
+        split = _splits(step, relevance)
         reached: dict[str, float] = defaultdict(float)
         best: dict[str, tuple[float, str, str]] = {}  # memory -> (share, from memory, key or "")
         for mid, a in frontier.items():
             for k, w in step.keys_of.get(mid, ()):
                 mems = step.members.get(k)
-                if not mems or len(mems) < 2:
+                if not mems or (len(mems) == 1 and mems[0][0] == mid):
                     continue
-                base = a * keep * specificity(len(mems)) * _strength(w)
+                shares = split[k]
+                base = a * keep * _strength(w) / (1.0 - shares.get(mid, 0.0) if mid in shares else 1.0)
                 for m2, w2 in mems:
                     if m2 == mid:
                         continue
-                    share = base * _strength(w2)
+                    share = base * shares[m2] * _strength(w2)
                     reached[m2] += share
                     if share > best.get(m2, (0.0, "", ""))[0]:
                         best[m2] = (share, mid, k)
@@ -255,6 +278,53 @@ def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: fl
         if not frontier:
             break
     return out
+
+
+def busy_share(others: int) -> float:
+    """What a key with ``others`` memories besides the walker's passes in all (1 while specific)."""
+    return 1.0 if others <= BUSY else (BUSY / others) ** BUSY_DAMPING
+
+
+def _splits(step: Hop, relevance: Relevance | None) -> dict[str, dict[str, float]]:
+    """Per walkable key, each member's share of what a memory passes through it (``associate``).
+
+    Shares are over all members; a walker leaves its own share out (``associate`` divides by
+    what is left), so each of the other ``n - 1`` members of a specific key gets ``1/(n-1)``.
+    """
+    busy = [m for k, mems in step.members.items() if len(mems) - 1 > BUSY for m, _ in mems]
+    rel = relevance(busy) if relevance is not None and busy else {}
+    out: dict[str, dict[str, float]] = {}
+    for k, mems in step.members.items():
+        n = len(mems)
+        if n - 1 <= BUSY or not rel:
+            out[k] = dict.fromkeys((m for m, _ in mems), specificity(n) * (n - 1) / n if n > 1 else 1.0)
+            if n - 1 > BUSY:  # no relevance: a busy key splits evenly, as thinly as its size says
+                out[k] = {m: busy_share(n - 1) * v for m, v in out[k].items()}
+            continue
+        r = np.array([rel.get(m, 0.0) for m, _ in mems], dtype=np.float64)
+        soft = np.exp((r - r.max()) / TEMPERATURE)
+        soft /= soft.sum()
+        p = busy_share(n - 1) * (UNIFORM_MIX / n + (1.0 - UNIFORM_MIX) * soft)
+        out[k] = {m: float(x) for (m, _), x in zip(mems, p.tolist(), strict=True)}
+    return out
+
+
+def _add_variants(nb: Neighbourhood, step: Hop, variants: Callable[[str], list[str]], now: float) -> None:
+    """Let each frontier memory walk the keys that are forms of its keys, as if it had them."""
+    extra: dict[str, list[tuple[str, float]]] = {}
+    for mid, edges in list(step.keys_of.items()):
+        own = {k for k, _ in edges}
+        for k, w in edges:
+            for v in variants(k):
+                if v not in own:
+                    extra.setdefault(mid, []).append((v, w * VARIANT_SHARE))
+    wanted = [v for vs in extra.values() for v, _ in vs if v not in step.members]
+    if wanted:
+        step.members.update(nb.key_members(list(dict.fromkeys(wanted)), now, WALK_FANOUT))
+    for mid, vs in extra.items():
+        walk = [(v, w) for v, w in vs if v in step.members]
+        if walk:
+            step.keys_of[mid] = sorted({**dict(step.keys_of[mid]), **dict(walk)}.items())
 
 
 def _strength(weight: float) -> float:
@@ -338,7 +408,10 @@ def rank(graph: Parts, query: Query, namespace: str, hops: int) -> Ranking:
     anchors = anchor_keys(graph, query, routed, fan)
     anchored = {m for k in anchors for m in graph.mirror.key_links(k, now)[0]}
     if hops and cands:
-        found = associate(graph.neighbourhood, cands, hops, now, anchored)
+        qvec = query.vector
+        found = associate(graph.neighbourhood, cands, hops, now, anchored,
+                          relevance=lambda ids: graph.memvecs.relevance(qvec, ids),
+                          variants=graph.mirror.variant_keys)
         # association of 1 adds this much; less when the query names no entity (the walk then starts
         # from what its words matched, and broad keys connect unrelated memories)
         weight = ASSOC_WEIGHT if anchored & set(found.seeds) else ASSOC_WEIGHT_LOOSE

@@ -19,6 +19,8 @@ import numpy as np
 from keymem.errors import StoreError
 from keymem.index.aliases import AliasIndex
 from keymem.index.lexical import LexicalIndex
+from keymem.index.memvec import FILE_NAME as MEMVEC_FILE
+from keymem.index.memvec import MemoryVectors
 from keymem.index.mirror import GraphMirror
 from keymem.index.neighbourhood import MirrorNeighbourhood, Neighbourhood
 from keymem.memory import associative, deliver, navigate, write
@@ -37,6 +39,7 @@ from keymem.memory.calls import (
     RecallRequest,
     RememberRequest,
 )
+from keymem.memory.navigate import contents
 from keymem.memory.requests import RequestLog
 from keymem.memory.views import (
     BatchResult,
@@ -110,6 +113,12 @@ class MemoryGraph:
         self.neighbourhood: Neighbourhood = MirrorNeighbourhood(self.mirror)
         self._embed_pool: ThreadPoolExecutor | None = None  # embed_soon's threads, started on first use
         self._embed_pool_lock = threading.Lock()
+        # memory content vectors (meaning, for association and the hook's silence), beside the store
+        self.memvecs = MemoryVectors(embedder.dimension, embedder.fingerprint, self.embed,
+                                     lambda ids: contents(self, ids), path=settings.data_dir / MEMVEC_FILE,
+                                     submit=self._submit_embed)
+        self._warm_stop = threading.Event()
+        self._warm: threading.Thread | None = None
         self.autokey = Autokey(lambda: self.settings, store, self.vectors, self.aliases, clock)
         self.access = AccessLog(store)
         # mutating calls' results by request id (daemon retries)
@@ -152,6 +161,7 @@ class MemoryGraph:
             graph._check_fingerprint(progress)
             graph._load_caches()
             graph.sweep()
+            graph._start_warm()
         except BaseException:
             store.close()
             raise
@@ -335,6 +345,7 @@ class MemoryGraph:
                 self.vectors.load()
                 self.aliases.load()
                 self._load_lexical()
+        self.memvecs.load()
         trim_heap()  # the loads' transient rows (hundreds of MB at 100k memories)
 
     # -- shared helpers ----------------------------------------------------------------
@@ -349,13 +360,37 @@ class MemoryGraph:
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.embedder.embed(texts, kind="query")
 
-    def embed_soon(self, texts: list[str]) -> Future[np.ndarray]:
-        """``embed`` on a worker thread, for a caller with store or index work to do meanwhile."""
+    def _submit_embed(self, job: Callable[[], None]) -> None:
+        self._pool().submit(job)
+
+    def _pool(self) -> ThreadPoolExecutor:
         if self._embed_pool is None:
             with self._embed_pool_lock:
                 if self._embed_pool is None:
                     self._embed_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keymem-embed")
-        return self._embed_pool.submit(self.embed, texts)
+        return self._embed_pool
+
+    def _start_warm(self) -> None:
+        """Embed the memories without a content vector on a background thread (an older store)."""
+        if not self.settings.warm_memory_vectors or self.store.read_only:
+            return
+        todo = self.memvecs.missing(self.mirror.memory_ids())
+        if not todo:
+            return
+
+        def run() -> None:
+            try:
+                done = self.memvecs.warm(todo, self._warm_stop)
+                log.info("memory vectors: embedded %d memories in the background", done)
+            except Exception as exc:  # closed under it, or the store failed: the lazy fill covers the rest
+                log.info("memory vector warm-up stopped: %s", exc)
+
+        self._warm = threading.Thread(target=run, name="keymem-memvec-warm", daemon=True)
+        self._warm.start()
+
+    def embed_soon(self, texts: list[str]) -> Future[np.ndarray]:
+        """``embed`` on a worker thread, for a caller with store or index work to do meanwhile."""
+        return self._pool().submit(self.embed, texts)
 
     def reranker(self) -> Reranker | None:
         """The cross-encoder, loaded on first use; None (with one warning) if it cannot load."""
@@ -444,8 +479,14 @@ class MemoryGraph:
                 self.access.flush()  # a clean stop keeps every access the agent was shown
         except Exception as exc:
             log.warning("writing the pending accesses at close failed: %s", exc)
+        self._warm_stop.set()
+        if self._warm is not None:
+            self._warm.join()
         if self._embed_pool is not None:
             self._embed_pool.shutdown(wait=True)
+        if not self.store.read_only and not self.store.failed:
+            known = set(self.mirror.memory_ids())
+            self.memvecs.save(keep=known.__contains__)
         self.store.close()
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from keymem.index.aliases import AliasIndex
     from keymem.index.lexical import LexicalIndex
+    from keymem.index.memvec import MemoryVectors
     from keymem.index.mirror import GraphMirror
     from keymem.index.neighbourhood import Neighbourhood
     from keymem.memory.access import AccessLog
@@ -36,6 +37,7 @@ class Parts(Protocol):
     lexical: LexicalIndex  # BM25 over memories' terms
     aliases: AliasIndex  # every key's alias texts, kept in step after each commit
     vectors: KeyVectors  # concept keys' embeddings
+    memvecs: MemoryVectors  # memories' content embeddings (meaning), derived, beside the store
     neighbourhood: Neighbourhood  # what the association walk reads
     thresholds: ThresholdProfile  # the embedding model's key similarity thresholds
     autokey: Autokey  # learned query aliases

@@ -10,8 +10,11 @@ Fields, all computed by ``analyse`` (the embedding on a worker thread meanwhile)
 
 * ``tokens`` / ``stems``: BM25 terms (``text.tokenize``) and their index forms (``text.stem``), what
   ``LexicalIndex.search_stems`` takes;
-* ``literal``: word n-grams for literal key and name matching (``text.tokenize.literal_tokens``);
-* ``capitals``: capitalised words, possessive stripped (a first name finds "Dorian Achebe");
+* ``literal``: word n-grams for literal key and name matching (``text.tokenize.literal_tokens``),
+  not a lone stopword;
+* ``short_forms``: acronyms and numeronyms ("QBR", "k8s"), matched to the keys they abbreviate;
+* ``capitals``: capitalised words, possessive stripped (a first name finds "Dorian Achebe"), not
+  stopwords (a sentence's "The" or "That" names nothing);
 * ``phrases``: key-like concept phrases (``text.suggest``), embedded beside the text to route
   concept keys by meaning; none for a long prompt;
 * ``possessive``: the query speaks of the user's own things ("my dog");
@@ -32,6 +35,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
+from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from keymem.text.stem import stem
 from keymem.text.tokenize import Script, literal_tokens, script_of, tokenize
@@ -42,6 +46,7 @@ if TYPE_CHECKING:
 PHRASES = 4  # query phrases embedded for key routing
 PHRASE_QUERY_MAX_CHARS = 500  # longer queries (prompts) route by the whole text only
 CAPITALISED = re.compile(r"(?<![\w'’])[A-Z][\w'’]*(?:[.-][\w'’]+)*")
+SHORT_FORM = re.compile(r"(?<![\w'’])(?:[A-Z]{2,6}|[a-z]\d{1,2}[a-z])(?![\w'’])")
 POSSESSIVE = re.compile(r"\b(my|our|mine|ours)\b", re.I)
 
 
@@ -74,6 +79,7 @@ class Query:
     stems: frozenset[str]
     literal: frozenset[str]
     capitals: tuple[str, ...]
+    short_forms: tuple[str, ...]
     phrases: tuple[str, ...]
     possessive: bool
     embedding: Future[np.ndarray]
@@ -86,9 +92,10 @@ class Query:
         phrases = tuple(query_phrases(text))
         embedding = graph.embed_soon([text, *phrases])
         tokens = tuple(tokenize(text))
-        capitals = tuple(w.removesuffix("'s").removesuffix("’s") for w in CAPITALISED.findall(text))
-        return cls(text=text, tokens=tokens, stems=stems_of(tokens), literal=frozenset(literal_tokens(text)),
-                   capitals=capitals, phrases=phrases, possessive=bool(POSSESSIVE.search(text)),
+        capitals = tuple(c for w in CAPITALISED.findall(text)
+                         if (c := w.removesuffix("'s").removesuffix("’s")).lower() not in STOPWORDS_EN_PLUS)
+        return cls(text=text, tokens=tokens, stems=stems_of(tokens), literal=frozenset(t for t in literal_tokens(text) if t not in STOPWORDS_EN_PLUS),
+                   capitals=capitals, short_forms=tuple(dict.fromkeys(SHORT_FORM.findall(text))), phrases=phrases, possessive=bool(POSSESSIVE.search(text)),
                    embedding=embedding, own_text=text if own is None else own)
 
     @property

@@ -26,10 +26,14 @@ LEXICAL = "content_relevance"
 
 def named_keys(graph: Parts, query: Query, namespace: str) -> list[str]:
     """Keys the query names literally (names, aliases, any key text among its word n-grams), and
-    names of several words the query gives part of ("Dorian" for the key "Dorian Achebe")."""
+    names of several words the query gives part of ("Dorian" for the key "Dorian Achebe"), and the
+    keys an acronym or numeronym of the query abbreviates ("QBR", "k8s")."""
     found = [key["id"] for key in keys_by_names(graph, graph.store.query,
                                                 sorted(name_id(namespace, t) for t in query.literal)).values()]
-    return found + [k for k in graph.mirror.name_part_keys(namespace, query.capitals) if k not in found]
+    found += [k for k in graph.mirror.name_part_keys(namespace, query.capitals) if k not in found]
+    for form in query.short_forms:  # "QBR" -> "quarterly business review", "k8s" -> "Kubernetes"
+        found += [k for k in graph.mirror.form_keys(namespace, form) if k not in found]
+    return found
 
 
 def route_keys(graph: Parts, qvec: np.ndarray, named: list[str], namespace: str,

@@ -156,6 +156,7 @@ def _write_one(graph: Parts, tx: Tx, resolver: KeyResolver, it: Item, now: float
         tx.run("memory/relate", src=mid, dst=other, weight=RELATED_WEIGHT, now=now)
     graph.mirror.touch(tx, memories=[mid])  # keys new to the mirror are read with the memory's links
     tx.after_commit(lambda: graph.lexical.add(mid, "", it.namespace, tokens=terms))
+    tx.after_commit(lambda: graph.memvecs.add_soon(mid, it.content))
     briefs = {rk.key_id: KeyBrief(key_id=rk.key_id, key=rk.text, key_type=rk.key_type) for rk in resolved}  # type: ignore[arg-type]
     return RememberResult(memory_id=mid, keys=list(briefs.values()), duplicate=False)
 

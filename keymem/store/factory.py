@@ -19,8 +19,8 @@ def open_store(settings: Settings) -> Store:
     """The store of ``settings``, open for writing; an engine-version upgrade of a LadybugDB file runs
     first (once, with a backup)."""
     if settings.store_url:
+        from keymem.engine_url import parse_store_url
         from keymem.store.falkordb import FalkorStore
-        from keymem.store.url import parse_store_url
 
         return FalkorStore(parse_store_url(settings.store_url))
     from keymem.store import engine

@@ -33,11 +33,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from keymem.engine_url import FalkorURL
 from keymem.errors import StoreError
 from keymem.store import cypher
 from keymem.store.db import KEEP_BACKUPS, Store, Tx, _stamp
 from keymem.store.executor import Capabilities, Row
-from keymem.store.url import FalkorURL
 
 log = logging.getLogger("keymem.store")
 
