@@ -179,7 +179,7 @@ class Settings:
     decay_standard_days: float = 90.0
     decay_stable_days: float = 365.0
     cleanup_interval_ms: int = 3_600_000
-    recall_hops: int = 2
+    recall_hops: int = 3
     task_evidence_selection: bool = True
     inject_min_association: float = 0.2
     inject_max: int = 4

@@ -67,8 +67,8 @@ def forms(text: str, key_type: str) -> list[str]:
         out.append(f"S:{''.join(ws[i:])}")
     if len(ws) >= 2:
         out.append("I:" + "".join(w[0] for w in ws if w.isalpha()))
-    elif full.isalpha() and len(full) >= 5:
-        out.append(f"N:{full[0]}{len(full) - 2}{full[-1]}")
+    elif (raw := text.strip().lower()).isalpha() and len(raw) >= 5:
+        out.append(f"N:{raw[0]}{len(raw) - 2}{raw[-1]}")  # of the word as written ("kubernetes")
     return out
 
 
@@ -90,8 +90,8 @@ def lookups(text: str, key_type: str) -> list[str]:
         out.append(f"I:{full}")  # an acronym: keys of several words with these initials
     if len(ws) == 1 and NUMERONYM.match(full):
         out.append(f"N:{full}")
-    elif len(ws) == 1 and full.isalpha() and len(full) >= 5:
-        out.append(f"F:{full[0]}{len(full) - 2}{full[-1]}")
+    elif len(ws) == 1 and (raw := text.strip().lower()).isalpha() and len(raw) >= 5:
+        out.append(f"F:{raw[0]}{len(raw) - 2}{raw[-1]}")
     return out
 
 
@@ -115,7 +115,8 @@ def is_form_of(a_text: str, a_type: str, b_text: str, b_type: str) -> bool:
     if len(wa) == 1 and len(wb) >= 2 and a_text.isupper() and fa == "".join(w[0] for w in wb if w.isalpha()):
         return True
     if len(wa) == 1 and len(wb) == 1:
-        for x, y in ((fa, fb), (fb, fa)):
+        ra, rb = a_text.strip().lower(), b_text.strip().lower()  # numeronyms count the letters as written
+        for x, y in ((ra, rb), (rb, ra)):
             m = NUMERONYM.match(x)
             if m and y.isalpha() and y[0] == m.group(1) and y[-1] == m.group(3) and len(y) - 2 == int(m.group(2)):
                 return True

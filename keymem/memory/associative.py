@@ -34,7 +34,7 @@ from keymem.memory.recall import LITERAL, named_keys, route_keys
 from keymem.memory.validity import validity
 from keymem.memory.views import DirectHit, DirectResult
 from keymem.memory.write import LINK_INIT, LINK_MAX, LINK_MIN
-from keymem.text.tokenize import script_of
+from keymem.text.tokenize import literal_key, script_of
 
 if TYPE_CHECKING:
     from keymem.index.neighbourhood import Hop, Neighbourhood
@@ -51,7 +51,7 @@ DECAY_FACTOR = 0.98
 # Association (see associate): values chosen by measurement on LoCoMo, docs/BENCHMARKS.md.
 SEED_MEMORIES = 5  # direct candidates that seed the walk ...
 SEED_FLOOR = 0.3  # ... when their score is at least this share of the best one's
-OFF_ANCHOR = 0.3  # a seed not linked to a key the query names passes this share (when one is linked)
+OFF_ANCHOR = 0.15  # a seed not linked to a key the query names passes this share (when one is linked)
 BEAM = 20  # memories expanded further at each later hop
 RESTART = 0.5  # hop h keeps (1 - RESTART)**h of the activation it moves
 KEY_SIZE_DAMPING = 1.0  # a key of n memories passes (1/(n-1))**this to each of its other memories
@@ -364,11 +364,11 @@ def anchor_keys(graph: Parts, query: Query, routed: dict[str, tuple[float, str]]
     """Routed keys the query names specifically: a name or proper noun, or a key of several words,
     matched literally, that is not a hub. A common word matched literally ("blue", "work") is
     no anchor: prompts about nothing stored match such keys as often as real questions do;
-    unless the query speaks of the user's own things ("my dog", "our garden")."""
+    unless the query speaks of the user's own thing by that word ("my dog", "our garden")."""
     literal = [k for k, (_, kind) in routed.items() if kind == LITERAL and 0 < fan.get(k, 0) <= HUB_FANOUT]
-    mine = query.possessive  # "my dog": the user's own thing, whatever word names it
     out = []
     for row in graph.mirror.keys(literal):
+        mine = literal_key(row["text"]) in query.possessed  # "my dog": the user's own thing, whatever word
         if mine or row["key_type"] != "concept" or len(row["text"].split()) >= 2:
             out.append(row["id"])
     return sorted(out)

@@ -52,6 +52,8 @@ WEAK_LEXICAL = 0.85  # capped BM25 below this, with no confident key: the tool s
 UNANCHORED_SHARE = 0.8  # with a named entity, a direct memory not linked to it needs this share of the best
 CHARS_PER_TOKEN = 3.4  # WordPiece on memory text (measured on LoCoMo turns; ids count apart)
 ID_TOKENS = 14  # a memory id and its brackets
+CORROBORATE_POOL = 50  # lexical hits a general question's other words are checked against
+MEMORY_SHARE = 0.72  # of recall's token budget, what its memories may take (the keys and framing take the rest)
 
 
 @dataclass(frozen=True)
@@ -103,8 +105,29 @@ class Delivery:
     omitted: int = 0  # memories the caller has (seen) that would have been delivered
 
 
+def corroborated(graph: Parts, r: Ranking) -> bool:
+    """Whether a general question ("How many calories are in a stick of celery?") is about what its
+    named keys hold: some memory linked to them also matches the question's other words. A name
+    alone is a word that may be used in another sense (the task queue "Celery")."""
+    if not r.query.general:
+        return True
+    literal = [row for row in graph.mirror.keys(k for k, (_, kind) in r.routed.items() if kind == LITERAL)
+               if row["key_type"] != "concept"]  # names the store is mostly about (hubs) too
+    named = [k for k in dict.fromkeys([*r.anchors, *(row["id"] for row in literal)]) if r.fan.get(k, 0) > 0]
+    if not named:
+        return True  # nothing named: the routing and the lexical gates below judge it
+    texts = [row["text"] for row in graph.mirror.keys(named)]
+    stems = r.query.lexical_stems(texts)
+    if stems == r.query.stems and texts:  # no name could be taken out: the words are the name
+        return False
+    members = r.anchored | {m for k in named for m in graph.mirror.key_links(k, r.now)[0]}
+    return any(m in members for m, _ in graph.lexical.search_stems(stems, CORROBORATE_POOL, r.namespace))
+
+
 def confident(graph: Parts, r: Ranking) -> bool:
     """Whether the query names something stored (see the module docstring)."""
+    if not corroborated(graph, r):
+        return False
     if r.anchors:
         return True
     literal_names = [k for k, (_, kind) in r.routed.items() if kind == LITERAL]
@@ -150,8 +173,8 @@ def deliver(graph: Parts, r: Ranking, recipe: Recipe, seen: frozenset[str] = fro
         if not sure:
             return Delivery([], False, False)
     else:
-        sure = routes_with_confidence(r)
-        if not sure and r.best_lexical() < WEAK_LEXICAL:
+        sure = routes_with_confidence(r) and corroborated(graph, r)
+        if not sure and (r.best_lexical() < WEAK_LEXICAL or r.query.general):
             return Delivery([], False, True)
     direct = sorted((c for c in r.ranked if c.direct > 0), key=lambda c: (-c.direct, c.memory_id))
     picked: list[tuple[str, float, int]] = []  # (memory id, score, hops)

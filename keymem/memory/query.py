@@ -17,7 +17,10 @@ Fields, all computed by ``analyse`` (the embedding on a worker thread meanwhile)
   stopwords (a sentence's "The" or "That" names nothing);
 * ``phrases``: key-like concept phrases (``text.suggest``), embedded beside the text to route
   concept keys by meaning; none for a long prompt;
-* ``possessive``: the query speaks of the user's own things ("my dog");
+* ``possessive``: the query speaks of the user's own things ("my dog"); ``possessed``: the
+  literal forms of what follows "my" / "our";
+* ``general``: a wh-question that says nothing of I, my, we or you ("How many calories are in a
+  stick of celery?"): a stored key it names may be a word used in another sense;
 * ``embedding``: the vectors of the text and its phrases (a future: ONNX leaves the GIL, so the
   name lookups run while it computes).
 
@@ -48,6 +51,9 @@ PHRASE_QUERY_MAX_CHARS = 500  # longer queries (prompts) route by the whole text
 CAPITALISED = re.compile(r"(?<![\w'’])[A-Z][\w'’]*(?:[.-][\w'’]+)*")
 SHORT_FORM = re.compile(r"(?<![\w'’])(?:[A-Z]{2,6}|[a-z]\d{1,2}[a-z])(?![\w'’])")
 POSSESSIVE = re.compile(r"\b(my|our|mine|ours)\b", re.I)
+POSSESSED = re.compile(r"\b(?:my|our)\s+([\w'’-]+(?:\s+[\w'’-]+){0,2})", re.I)
+PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll)\b|\b(?:me|my|mine|we|us|our|ours|you|your|yours)\b", re.I)
+WH_QUESTION = re.compile(r"^\s*(?:what|why|how|when|where|who|whom|whose|which)\b", re.I)
 
 
 def query_phrases(query: str) -> list[str]:
@@ -82,6 +88,8 @@ class Query:
     short_forms: tuple[str, ...]
     phrases: tuple[str, ...]
     possessive: bool
+    possessed: frozenset[str]  # literal forms of the 1-3 words after "my" / "our" ("my mum's flat")
+    general: bool  # a wh-question with no I, my, we, you: about the world, unless a stored fact says otherwise
     embedding: Future[np.ndarray]
     own_text: str  # the caller's query: ``text`` without a context the recall tool appended
     _lexical: dict[tuple[str, ...], frozenset[str]] = field(default_factory=dict, repr=False)
@@ -96,6 +104,8 @@ class Query:
                          if (c := w.removesuffix("'s").removesuffix("’s")).lower() not in STOPWORDS_EN_PLUS)
         return cls(text=text, tokens=tokens, stems=stems_of(tokens), literal=frozenset(t for t in literal_tokens(text) if t not in STOPWORDS_EN_PLUS),
                    capitals=capitals, short_forms=tuple(dict.fromkeys(SHORT_FORM.findall(text))), phrases=phrases, possessive=bool(POSSESSIVE.search(text)),
+                   possessed=frozenset(t for m in POSSESSED.finditer(text) for t in literal_tokens(m.group(1))),
+                   general=bool(WH_QUESTION.match(text)) and not PERSONAL.search(text),
                    embedding=embedding, own_text=text if own is None else own)
 
     @property
