@@ -55,20 +55,33 @@ def specific(text: str, key_type: str, n_words: int) -> bool:
     return key_type != "concept" or n_words >= 2 or any(c.isupper() or c.isdigit() for c in text)
 
 
+def _runs(ws: list[str]) -> list[tuple[str, str]]:
+    """Each leading and trailing run of a key's words, folded, shorter than the key."""
+    return [("".join(ws[:i]), "".join(ws[i:])) for i in range(1, len(ws))]
+
+
+def _initials(ws: list[str]) -> str:
+    return "".join(w[0] for w in ws if w.isalpha())
+
+
+def _numeronym(text: str) -> str | None:
+    """"k8s" for "Kubernetes": of the word as written (a long single word), else None."""
+    raw = text.strip().lower()
+    return f"{raw[0]}{len(raw) - 2}{raw[-1]}" if raw.isalpha() and len(raw) >= 5 else None
+
+
 def forms(text: str, key_type: str) -> list[str]:
     """The signatures a key is indexed under."""
     ws = words(text)
     if not ws:
         return []
-    full = "".join(ws)
-    out = [f"F:{full}"]
-    for i in range(1, len(ws)):
-        out.append(f"P:{''.join(ws[:i])}")
-        out.append(f"S:{''.join(ws[i:])}")
+    out = [f"F:{''.join(ws)}"]
+    for lead, trail in _runs(ws):
+        out += [f"P:{lead}", f"S:{trail}"]
     if len(ws) >= 2:
-        out.append("I:" + "".join(w[0] for w in ws if w.isalpha()))
-    elif (raw := text.strip().lower()).isalpha() and len(raw) >= 5:
-        out.append(f"N:{raw[0]}{len(raw) - 2}{raw[-1]}")  # of the word as written ("kubernetes")
+        out.append(f"I:{_initials(ws)}")
+    elif n := _numeronym(text):
+        out.append(f"N:{n}")
     return out
 
 
@@ -81,17 +94,16 @@ def lookups(text: str, key_type: str) -> list[str]:
     out = [f"F:{full}"]
     if len(full) >= MIN_FORM and specific(text, key_type, len(ws)):
         out += [f"P:{full}", f"S:{full}"]  # longer keys this one begins or ends
-    for i in range(1, len(ws)):  # shorter keys that begin or end this one (checked: specific)
-        out.append(f"F:{''.join(ws[:i])}")
-        out.append(f"F:{''.join(ws[i:])}")
+    for lead, trail in _runs(ws):  # shorter keys that begin or end this one (is_form_of checks them)
+        out += [f"F:{lead}", f"F:{trail}"]
     if len(ws) >= 2:
-        out.append("F:" + "".join(w[0] for w in ws if w.isalpha()))  # its acronym, as a key
+        out.append(f"F:{_initials(ws)}")  # its acronym, as a key
     elif full.isalpha() and 2 <= len(full) <= 6 and text.isupper():
         out.append(f"I:{full}")  # an acronym: keys of several words with these initials
     if len(ws) == 1 and NUMERONYM.match(full):
         out.append(f"N:{full}")
-    elif len(ws) == 1 and (raw := text.strip().lower()).isalpha() and len(raw) >= 5:
-        out.append(f"F:{raw[0]}{len(raw) - 2}{raw[-1]}")
+    elif len(ws) == 1 and (n := _numeronym(text)):
+        out.append(f"F:{n}")
     return out
 
 
@@ -106,13 +118,10 @@ def is_form_of(a_text: str, a_type: str, b_text: str, b_type: str) -> bool:
     if len(wa) > len(wb) or (len(wa) == len(wb) and fa > fb):
         a_text, a_type, b_text, b_type, wa, wb, fa, fb = b_text, b_type, a_text, a_type, wb, wa, fb, fa
     # a is the shorter
-    if len(wa) < len(wb) and len(fa) >= MIN_FORM and specific(a_text, a_type, len(wa)):
-        if "".join(wb[: len(wa)]) == fa or "".join(wb[-len(wa):]) == fa:
-            return True
-        for i in range(1, len(wb)):
-            if "".join(wb[:i]) == fa or "".join(wb[i:]) == fa:
-                return True
-    if len(wa) == 1 and len(wb) >= 2 and a_text.isupper() and fa == "".join(w[0] for w in wb if w.isalpha()):
+    if (len(wa) < len(wb) and len(fa) >= MIN_FORM and specific(a_text, a_type, len(wa))
+            and any(fa in run for run in _runs(wb))):
+        return True
+    if len(wa) == 1 and len(wb) >= 2 and a_text.isupper() and fa == _initials(wb):
         return True
     if len(wa) == 1 and len(wb) == 1:
         ra, rb = a_text.strip().lower(), b_text.strip().lower()  # numeronyms count the letters as written
