@@ -43,14 +43,14 @@ def test_a_client_configured_for_another_model_is_told_in_its_first_result(daemo
     pid = daemon.daemon_pid()
     minilm = daemon.env["LOCAL_EMBEDDING_MODEL_PATH"]
     other = {k: v for k, v in daemon.env.items() if k != "LOCAL_EMBEDDING_MODEL_PATH"}
-    other.update(LOCAL_EMBEDDING_MODEL="bge-m3", KEYMEM_RECALL_HOPS="3")
+    other.update(LOCAL_EMBEDDING_MODEL="bge-m3", KEYMEM_RECALL_HOPS="2")
 
     first, second = first_two_results(other)
     note, _, rest = first.partition("\n")
     assert note == (
         f"note: the running keymem daemon (pid {pid}) computes every result with its own settings, not this "
         f"client's: LOCAL_EMBEDDING_MODEL bge-m3 here, minilm-l6-v2 in the daemon; LOCAL_EMBEDDING_MODEL_PATH "
-        f"unset here, {minilm} in the daemon; KEYMEM_RECALL_HOPS 3 here, 2 in the daemon. To use this client's "
+        f"unset here, {minilm} in the daemon; KEYMEM_RECALL_HOPS 2 here, 3 in the daemon. To use this client's "
         "settings, give every client the same ones (the config file, `keymem init`, not per-client variables) "
         "and run `keymem daemon --stop`: the next tool call starts a daemon with them")
     assert rest.startswith("stored m_")
