@@ -137,8 +137,9 @@ def test_migration_backs_up_first(settings: Any, minilm_embedder: Any, monkeypat
     real_available, real_script = migrations.available, cypher.load_script
     step = "999_reliability_probe"
     monkeypatch.setattr(migrations, "available", lambda: [*real_available(), step])
-    monkeypatch.setattr(cypher, "load_script", lambda name, **t: (
-        ["CREATE NODE TABLE ReliabilityProbe(id STRING PRIMARY KEY)"] if name == f"schema/{step}" else real_script(name, **t)))
+    monkeypatch.setattr(cypher, "load_script", lambda name, *engine, **t: (
+        ["CREATE NODE TABLE ReliabilityProbe(id STRING PRIMARY KEY)"] if name == f"schema/{step}"
+        else real_script(name, *engine, **t)))
     g = open_graph(settings, minilm_embedder)
     try:
         assert step in migrations.applied(g.store)
