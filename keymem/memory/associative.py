@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +56,6 @@ BEAM = 20  # memories expanded further at each later hop
 RESTART = 0.5  # hop h keeps (1 - RESTART)**h of the activation it moves
 KEY_SIZE_DAMPING = 1.0  # a key of n memories passes (1/(n-1))**this to each of its other memories
 BUSY = 3  # a key with more other memories than this splits what it passes by relevance (associate)
-BUSY_DAMPING = 0.0  # a busy key of n others passes (BUSY/n)**this in all
 WALK_FANOUT = 400  # keys with more visible memories than this are not walked
 TEMPERATURE = 0.05  # softmax temperature over a busy key's members' content cosines
 UNIFORM_MIX = 0.2  # share of a busy key's split that stays even
@@ -128,11 +127,11 @@ def _hub_names(graph: Parts, routed: dict[str, tuple[float, str]], fan: dict[str
     return {k["id"]: k["text"] for k in graph.mirror.keys(ids)}
 
 
-def _named_members(graph: Parts, hubs: dict[str, str], ids: set[str]) -> set[str]:
-    """Which of ``ids`` are linked to one of the named hub keys."""
-    if not hubs or not ids:
+def named_members(graph: Parts, keys: Collection[str], ids: set[str]) -> set[str]:
+    """Which of ``ids`` are linked to one of ``keys`` (by the memory's own few links, not the keys')."""
+    if not keys or not ids:
         return set()
-    return {mid for mid in ids if any(k in hubs for k, _ in graph.mirror.memory_keys(mid))}
+    return {mid for mid in ids if any(k in keys for k, _ in graph.mirror.memory_keys(mid))}
 
 
 def _key_path(graph: Parts, routed: dict[str, tuple[float, str]], namespace: str, now: float,
@@ -214,9 +213,9 @@ def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: fl
       is a strong association;
     * a busy key (up to ``WALK_FANOUT`` memories: "Kubernetes", "Slack") splits it by what each
       memory *means* to the query (``relevance``: the cosine of its content, a softmax at
-      ``TEMPERATURE``, ``UNIFORM_MIX`` of it even), and passes ``busy_share(n)`` of it in all: the
-      memory of a busy key the question is about stands out among forty that mention the key in
-      passing (HippoRAG 2 weighs nodes by specificity; the walk here weighs them by meaning too);
+      ``TEMPERATURE``, ``UNIFORM_MIX`` of it even): the memory of a busy key the question is about
+      stands out among forty that mention the key in passing (HippoRAG 2 weighs nodes by
+      specificity; the walk here weighs them by meaning too);
 
     RELATED_TO edges pass ``RELATED_SHARE``. Shares add up within a hop (two shared keys
     associate more than one); a memory keeps the strongest hop's sum. Only the ``BEAM`` strongest
@@ -280,11 +279,6 @@ def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: fl
     return out
 
 
-def busy_share(others: int) -> float:
-    """What a key with ``others`` memories besides the walker's passes in all (1 while specific)."""
-    return 1.0 if others <= BUSY else (BUSY / others) ** BUSY_DAMPING
-
-
 def _splits(step: Hop, relevance: Relevance | None) -> dict[str, dict[str, float]]:
     """Per walkable key, each member's share of what a memory passes through it (``associate``).
 
@@ -296,15 +290,13 @@ def _splits(step: Hop, relevance: Relevance | None) -> dict[str, dict[str, float
     out: dict[str, dict[str, float]] = {}
     for k, mems in step.members.items():
         n = len(mems)
-        if n - 1 <= BUSY or not rel:
+        if n - 1 <= BUSY or not rel:  # evenly (a busy key without relevance too, as thinly as its size says)
             out[k] = dict.fromkeys((m for m, _ in mems), specificity(n) * (n - 1) / n if n > 1 else 1.0)
-            if n - 1 > BUSY:  # no relevance: a busy key splits evenly, as thinly as its size says
-                out[k] = {m: busy_share(n - 1) * v for m, v in out[k].items()}
             continue
         r = np.array([rel.get(m, 0.0) for m, _ in mems], dtype=np.float64)
         soft = np.exp((r - r.max()) / TEMPERATURE)
         soft /= soft.sum()
-        p = busy_share(n - 1) * (UNIFORM_MIX / n + (1.0 - UNIFORM_MIX) * soft)
+        p = UNIFORM_MIX / n + (1.0 - UNIFORM_MIX) * soft
         out[k] = {m: float(x) for (m, _), x in zip(mems, p.tolist(), strict=True)}
     return out
 
@@ -392,7 +384,7 @@ def rank(graph: Parts, query: Query, namespace: str, hops: int) -> Ranking:
     hubs = _hub_names(graph, routed, fan)
     lex = graph.lexical.search_stems(query.lexical_stems(list(hubs.values())), LEXICAL_POOL, ns)
     keyed, via, seen_links = _key_path(graph, routed, ns, now, fan)
-    named = _named_members(graph, hubs, {m for m, _ in lex} | {m for m, _ in keyed})
+    named = named_members(graph, hubs, {m for m, _ in lex} | {m for m, _ in keyed})
     cands = _fuse(lex, keyed, named)
     for mid, keys in via.items():
         if mid in cands:  # the key path keeps only its best KEY_POOL memories

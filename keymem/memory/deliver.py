@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING, TypeVar
 
-from keymem.memory.associative import HUB_FANOUT, Ranking, rank
+from keymem.memory.associative import HUB_FANOUT, Ranking, named_members, rank
 from keymem.memory.calls import DIRECT_QUERY_CHARS, InjectRequest, RecallRequest
 from keymem.memory.keys import key_views
 from keymem.memory.query import Query
@@ -120,8 +120,9 @@ def corroborated(graph: Parts, r: Ranking) -> bool:
     stems = r.query.lexical_stems(texts)
     if stems == r.query.stems and texts:  # no name could be taken out: the words are the name
         return False
-    members = r.anchored | {m for k in named for m in graph.mirror.key_links(k, r.now)[0]}
-    return any(m in members for m, _ in graph.lexical.search_stems(stems, CORROBORATE_POOL, r.namespace))
+    hits = {m for m, _ in graph.lexical.search_stems(stems, CORROBORATE_POOL, r.namespace)}
+    linked = (hits & r.anchored) | named_members(graph, set(named), hits - r.anchored)
+    return bool(graph.mirror.visible(list(linked), r.now))
 
 
 def confident(graph: Parts, r: Ranking) -> bool:

@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -157,13 +158,7 @@ def test_exact_vector_search_on_every_engine(store: Store) -> None:
     got = vecs.get(list(data)[:3])
     for kid in list(data)[:3]:
         assert np.allclose(got[kid], data[kid], atol=1e-6)  # stored as 32-bit floats on both engines
-    for kid, v in list(data.items())[:10]:
-        ns = "a" if list(data).index(kid) % 2 == 0 else "b"
-        hits = vecs.search(v, ns, 3)
-        assert hits[0][0] == kid and hits[0][1] == pytest.approx(1.0, abs=1e-4)
-        assert all(h[0] != SENTINEL for h in hits)
-        other = "b" if ns == "a" else "a"
-        assert kid not in [h[0] for h in vecs.search(v, other, 10)]  # namespaces never mix
+    assert_each_finds_itself_in_its_namespace(vecs, data)
     first = next(iter(data))
     with store.write() as tx:
         vecs.delete(tx, first, "a")
@@ -226,3 +221,15 @@ def test_an_unreachable_server_is_one_line_within_two_seconds(tmp_path: Path, se
     assert str(port) in message and "\n" not in message and "secret" not in message, message
     assert {"closed": "is unreachable", "silent": "is unreachable", "http": "did not answer as a FalkorDB server",
             "plain redis": "no FalkorDB module"}[server] in message, message
+
+
+def assert_each_finds_itself_in_its_namespace(vecs: Any, data: dict[str, np.ndarray]) -> None:
+    """The first ten vectors (inserted alternately into namespaces "a" and "b") each find
+    themselves first, at cosine 1, in their own namespace and never in the other."""
+    for kid, v in list(data.items())[:10]:
+        ns = "a" if list(data).index(kid) % 2 == 0 else "b"
+        hits = vecs.search(v, ns, 3)
+        assert hits[0][0] == kid and hits[0][1] == pytest.approx(1.0, abs=1e-4)
+        assert all(h[0] != SENTINEL for h in hits)
+        other = "b" if ns == "a" else "a"
+        assert kid not in [h[0] for h in vecs.search(v, other, 10)]  # namespaces never mix

@@ -11,7 +11,8 @@ import pytest
 from keymem.errors import StoreError
 from keymem.store import cypher, migrations
 from keymem.store.db import Store
-from keymem.store.vectors import SENTINEL, KeyVectors
+from keymem.store.vectors import KeyVectors
+from tests.store.test_contract import assert_each_finds_itself_in_its_namespace
 
 
 @pytest.fixture
@@ -126,13 +127,7 @@ def test_vector_search_paths_agree(store: Store, index_min_keys: int) -> None:
             vecs.insert(tx, kid, "a" if i % 2 == 0 else "b", v)
     vecs.load()
     assert vecs.indexed is (index_min_keys == 1)
-    for kid, v in list(data.items())[:10]:
-        ns = "a" if list(data).index(kid) % 2 == 0 else "b"
-        hits = vecs.search(v, ns, 3)
-        assert hits[0][0] == kid and hits[0][1] == pytest.approx(1.0, abs=1e-4)
-        assert all(h[0] != SENTINEL for h in hits)
-        other = "b" if ns == "a" else "a"
-        assert kid not in [h[0] for h in vecs.search(v, other, 10)]  # namespaces never mix
+    assert_each_finds_itself_in_its_namespace(vecs, data)
     # delete then reinsert (an indexed vector cannot be SET)
     first = next(iter(data))
     with store.write() as tx:
