@@ -242,11 +242,21 @@ class Tx:
     def __init__(self, conn: Executor) -> None:
         self._conn = conn
         self.callbacks: list[Callable[[], None]] = []
+        self.closers: list[Callable[[Tx], None]] = []
         self.scratch: dict[str, Any] = {}  # per-transaction state of the layers above (e.g. touched rows)
         self.units = 0  # statements run, a bulk statement counting one per row (for the checkpoint policy)
 
     def after_commit(self, fn: Callable[[], None]) -> None:
         self.callbacks.append(fn)
+
+    def before_commit(self, fn: Callable[[Tx], None]) -> None:
+        """Run ``fn(tx)`` once the body is done, inside the scope (a change record written with the write)."""
+        self.closers.append(fn)
+
+    def finish(self) -> None:
+        """The scope's last statements: each ``before_commit`` callable, in the order given."""
+        for fn in self.closers:
+            fn(self)
 
     def run(self, statement: str, /, **params: Any) -> list[Row]:
         self.units += max([1, *(len(v) for v in params.values() if isinstance(v, (list, tuple)))])
@@ -581,6 +591,7 @@ class Store:
                     tx = Tx(conn)
                     try:
                         yield tx
+                        tx.finish()
                     except BaseException as exc:
                         with contextlib.suppress(Exception):
                             conn.rollback()

@@ -272,6 +272,7 @@ class FalkorStore(Store):
             tx = Tx(executor)
             try:
                 yield tx
+                tx.finish()
             except BaseException:
                 if executor.wrote:
                     log.error("a write on FalkorDB failed after %d statement(s) had changed the graph; FalkorDB "
