@@ -188,12 +188,38 @@ def _namespace_of(graph: MemoryGraph, memory_id: str) -> str:
     return rows[0]["m"]["namespace"] if rows else ""
 
 
+# Left out of the digest: this store's own bookkeeping, which the same content on another store or engine
+# does not share. When each schema step ran here, the results of mutating calls kept an hour for client
+# retries (Request), and each memory's stored BM25 terms (a cache of the tokenizer's output, filled on
+# open when missing, as after an import).
+DIGEST_SKIPS_LABELS = frozenset({"Request"})
+DIGEST_SKIPS_PROPERTIES = {"KeymemMigration": frozenset({"applied_at"}), "Memory": frozenset({"terms"})}
+DIGEST_DIGITS = 15  # FalkorDB answers doubles with 15 significant digits
+
+
+def _canonical(value: Any) -> Any:
+    """A value as both engines give it: numbers at DIGEST_DIGITS significant digits (FalkorDB keeps a
+    DOUBLE written as a whole number an integer, and answers 15 digits), lists and maps element-wise."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return float(f"{float(value):.{DIGEST_DIGITS}g}")
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
+
+
 def store_digest(graph: MemoryGraph) -> dict[str, Any]:
-    """Row counts per table and one sha256 over every node, edge and key vector.
+    """Row counts per table and one sha256 over every node, edge and key vector, alike on every engine.
 
     Two digests are equal exactly when nothing in the store changed (internal offsets are
-    left out). The reliability tests compare digests around refused calls. Coalesced
-    ``read_memory`` accesses are written first, so the digest covers what the agent was shown.
+    left out), and a store moved to another engine (``keymem export`` / ``keymem import``) digests
+    as its source did. Rows are hashed in an order of their own (not the engine's), with absent and
+    null properties alike and numbers at 15 significant digits (DIGEST_DIGITS); what the digest
+    leaves out is DIGEST_SKIPS_*. The reliability tests compare digests around refused calls.
+    Coalesced ``read_memory`` accesses are written first, so the digest covers what the agent was shown.
     """
     import hashlib
     import json
@@ -201,18 +227,25 @@ def store_digest(graph: MemoryGraph) -> dict[str, Any]:
     graph.access.flush()
 
     counts: Counter[str] = Counter()
-    h = hashlib.sha256()
+    lines: list[str] = []
 
     def feed(label: str, row: dict[str, Any]) -> None:
+        if label in DIGEST_SKIPS_LABELS:
+            return
         counts[label] += 1
-        clean = {k: v for k, v in row.items() if not k.startswith("_") and v is not None}
-        h.update(json.dumps([label, clean], sort_keys=True, default=repr).encode("utf-8"))
+        skip = DIGEST_SKIPS_PROPERTIES.get(label, frozenset())
+        clean = {k: _canonical(v) for k, v in row.items() if not k.startswith("_") and v is not None and k not in skip}
+        lines.append(json.dumps([label, clean], sort_keys=True, default=repr))
 
     for r in graph.store.query("invariants/digest_nodes"):
         feed(r["label"], r["n"])
     for r in graph.store.query("invariants/digest_rels"):
         feed(r["label"], {**r["r"], "src": r["src"], "dst": r["dst"]})
-    for r in graph.store.query("invariants/digest_vecs"):
+    h = hashlib.sha256()
+    for line in sorted(lines):
+        h.update(line.encode("utf-8"))
+    for r in sorted(graph.store.query("invariants/digest_vecs"), key=lambda r: r["id"]):
         feed("KeyVec", {"id": r["id"], "namespace": r["namespace"]})
+        h.update(lines.pop().encode("utf-8"))
         h.update(np.asarray(r["vec"], dtype=np.float32).tobytes())
     return {"counts": dict(sorted(counts.items())), "sha256": h.hexdigest()}
