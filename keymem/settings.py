@@ -57,7 +57,18 @@ VARS: dict[str, Var] = {
     "data_dir": Var("KEYMEM_DATA_DIR", "path", "Where the LadybugDB store, socket, logs and models live"),
     "store_url": Var(
         "KEYMEM_STORE_URL", "opt_store_url",
-        "The store's engine: unset = the embedded LadybugDB file in the data dir; falkordb://[user:password@]host:port[/prefix]",
+        "The store's engine: unset = the embedded LadybugDB file in the data dir; falkordb://[user:password@]host:port[/prefix] "
+        "or falkordb+sentinel://[user:password@]host:port[,host:port...]/master-name[/prefix]",
+    ),
+    "falkordb_ack_replicas": Var(
+        "KEYMEM_FALKORDB_ACK_REPLICAS", "int",
+        "FalkorDB: a write is acknowledged once this many replicas hold it (WAIT); 0 = once the primary applied it",
+        minimum=0, maximum=16,
+    ),
+    "falkordb_ack_timeout_ms": Var(
+        "KEYMEM_FALKORDB_ACK_TIMEOUT_MS", "int",
+        "FalkorDB: how long a write waits for those replicas before it is reported as an error",
+        minimum=1, maximum=60_000,
     ),
     "embedding_backend": Var(
         "EMBEDDING_BACKEND", "opt_choice", "local or openai (default: openai when OPENAI_API_KEY is set, else local)",
@@ -151,6 +162,8 @@ VARS: dict[str, Var] = {
 class Settings:
     data_dir: Path = field(default_factory=lambda: Path.home() / ".keymem")
     store_url: str | None = None  # KEYMEM_STORE_URL, checked by keymem.engine_url.parse_store_url
+    falkordb_ack_replicas: int = 0
+    falkordb_ack_timeout_ms: int = 1000
     embedding_backend: Literal["local", "openai"] | None = None
     local_embedding_model: str = "bge-m3"
     local_embedding_model_path: Path | None = None
@@ -181,7 +194,7 @@ class Settings:
     cleanup_interval_ms: int = 3_600_000
     recall_hops: int = 3
     task_evidence_selection: bool = True
-    inject_min_association: float = 0.2
+    inject_min_association: float = 0.1
     inject_max: int = 4
     warm_memory_vectors: bool = True
     transcript_access: bool | None = None

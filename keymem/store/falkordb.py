@@ -35,16 +35,16 @@ from typing import Any
 
 from keymem.engine_url import FalkorURL
 from keymem.errors import StoreError
-from keymem.store import cypher
+from keymem.store import cypher, falkor_connect
 from keymem.store.db import KEEP_BACKUPS, Store, Tx, _stamp
 from keymem.store.executor import Capabilities, Row
+from keymem.store.falkor_connect import AckPolicy
 
 log = logging.getLogger("keymem.store")
 
 ENGINE = "falkordb"
 FALKORDB = Capabilities(engine=ENGINE, atomic_write_scope=False, vector_index=False, prepared_statements=False,
                         checkpoint=False, stable_node_ids=False, local_file=False)
-CONNECT_TIMEOUT_S = 2.0  # an unreachable server is one line within this
 
 
 _CHANGES = ("nodes_created", "nodes_deleted", "properties_set", "properties_removed", "relationships_created",
@@ -178,15 +178,15 @@ class FalkorStore(Store):
 
     capabilities = FALKORDB
 
-    def __init__(self, url: FalkorURL, *, read_only: bool = False) -> None:  # noqa: D107
+    def __init__(self, url: FalkorURL, *, read_only: bool = False, ack: AckPolicy | None = None) -> None:  # noqa: D107
         try:
-            from falkordb import FalkorDB
+            import falkordb  # noqa: F401
         except ImportError:
             raise StoreError("KEYMEM_STORE_URL names a FalkorDB server but its client is not installed: "
                              "pip install 'keymem[falkordb]'") from None
-        import redis
 
         self.url = url
+        self.ack = ack or AckPolicy()
         self.path = Path(url.shown())
         self.read_only = read_only
         self.replayed_wal = False
@@ -200,29 +200,9 @@ class FalkorStore(Store):
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._extensions = []
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-
-        # The first contact, with a deadline on every step and no retry: a server that is down, or a
-        # port that accepts and never answers, is one line within CONNECT_TIMEOUT_S.
-        probe = redis.Redis(host=url.host, port=url.port, username=url.username, password=url.password,
-                            socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=CONNECT_TIMEOUT_S,
-                            retry=Retry(NoBackoff(), 0))
-        try:
-            probe.ping()
-            modules = probe.execute_command("MODULE", "LIST")
-        except redis.exceptions.AuthenticationError as exc:
-            raise StoreError(f"the FalkorDB server {url.shown()} refused the credentials ({exc})") from None
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
-            raise StoreError(f"the FalkorDB server {url.shown()} is unreachable ({exc})") from None
-        except redis.exceptions.RedisError as exc:  # an answer, but not a Redis server's
-            raise StoreError(f"the server {url.shown()} did not answer as a FalkorDB server ({exc})") from None
-        finally:
-            probe.close()
-        if not any(_module_name(m) == "graph" for m in modules):
-            raise StoreError(f"the server {url.shown()} answers but has no FalkorDB module loaded")
-        self.client = FalkorDB(host=url.host, port=url.port, username=url.username, password=url.password,
-                               socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=None)
+        # The first contact has a deadline and no retry (one line within CONNECT_TIMEOUT_S); a Sentinel
+        # URL gives a client that follows the primary across failovers (keymem/store/falkor_connect.py).
+        self.client = falkor_connect.connect(url)
         self.executor = FalkorExecutor(self.client.select_graph(url.graph), url.shown())
 
     def describe(self) -> str:
@@ -284,6 +264,13 @@ class FalkorStore(Store):
                 fn()
             except Exception:  # a mirror failing must not undo a durable write
                 log.exception("after-commit update failed")
+        self.acknowledge()
+
+    def acknowledge(self) -> None:
+        """Return once the committed writes are acknowledged as KEYMEM_FALKORDB_ACK_REPLICAS says (after the
+        commit and the mirrors' updates, so a refusal leaves this process coherent with the engine); a
+        :class:`StoreError` says what is committed where when the replicas do not confirm in time."""
+        falkor_connect.acknowledge(self.client.connection, self.ack, self.url)
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[FalkorExecutor]:  # type: ignore[override]
@@ -347,9 +334,3 @@ class FalkorStore(Store):
         with contextlib.suppress(Exception):
             self.client.close()
 
-
-def _module_name(entry: Any) -> str:
-    """The name in one MODULE LIST entry (a flat [key, value, ...] list or a dict)."""
-    pairs = dict(entry) if isinstance(entry, dict) else dict(zip(entry[::2], entry[1::2], strict=False))
-    name = pairs.get(b"name", pairs.get("name", b""))
-    return name.decode() if isinstance(name, bytes) else str(name)
