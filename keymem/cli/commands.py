@@ -43,6 +43,11 @@ def stats(
         return
     c = data["counts"]
     typer.echo(f"store       {data['store']['path']} ({human_bytes(data['store']['bytes'])}, via {data['served_by']})")
+    if data["store"].get("server"):
+        from keymem.cli.falkordb_doctor import engine_lines
+
+        for line in engine_lines(data["store"]["server"]):
+            typer.echo(f"            {line}")
     typer.echo(f"keys        {c['keys']}  (aliases {c['aliases']}, pending aliases {c['pending_aliases']})")
     typer.echo(f"memories    {c['memories']} active  (+{c['superseded']} superseded versions)")
     typer.echo(f"links       {c['links']} key-memory, {c['related']} memory-memory")
@@ -56,8 +61,8 @@ def stats(
         who = f"daemon pid {proc['pid']}" if data["served_by"] == "daemon" else "this command, no daemon running"
         pool = proc["buffer_pool"]
         typer.echo(f"memory      RSS {human_bytes(proc['rss_kb'] * 1024)} now, {human_bytes(proc['peak_rss_kb'] * 1024)} "
-                   f"peak ({who}); LadybugDB buffer pool {human_bytes(pool['used_bytes'])} of "
-                   f"{human_bytes(pool['capacity_bytes'])}{pool_note(pool)}")
+                   f"peak ({who})" + (f"; LadybugDB buffer pool {human_bytes(pool['used_bytes'])} of "
+                                      f"{human_bytes(pool['capacity_bytes'])}{pool_note(pool)}" if pool else ""))
     typer.echo("namespaces  " + (", ".join(f"{r['namespace']} ({r['n']})" for r in data["namespaces"]) or "(none)"))
     if data["hubs"]:
         typer.echo(f"top keys    (hub = {data['hub_min_links']}+ active memories)")
@@ -289,6 +294,10 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
     from keymem.store import engine, migrations
 
     problems: list[tuple[str, str]] = []
+    if settings.store_url:  # a server engine: its address, versions and durability settings
+        from keymem.cli.falkordb_doctor import doctor_store
+
+        return doctor_store(settings, daemon_running=daemon_running)
     path = settings.db_path
     found = engine.pending(path)
     if found is not None:
@@ -313,10 +322,10 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
         if data["store"].get("wal_recovery"):
             typer.echo(f"  last recovery: {data['store']['wal_recovery']}")
     else:
-        from keymem.store.db import Store
+        from keymem.store.factory import open_store
 
         try:
-            store = Store(path, buffer_pool_mb=settings.buffer_pool_mb, read_only=True)
+            store = open_store(settings, read_only=True)
         except KeymemError as exc:
             typer.echo(f"  {path}: CANNOT OPEN")
             return [(str(exc), "see the message above")]
@@ -420,14 +429,23 @@ def export(
     settings = settings_or_exit()
     with Target(settings, need="store") as target:
         lines = target.call("export", {"namespace": namespace})["lines"]
+        digest = target.call("digest")
     text = "".join(line + "\n" for line in lines)
     if str(file) == "-":
         sys.stdout.write(text)
-        return
-    tmp = file.with_name(file.name + ".part")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, file)
-    typer.echo(f"exported {len(lines) - 1} records to {file}", err=True)
+    else:
+        tmp = file.with_name(file.name + ".part")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, file)
+        typer.echo(f"exported {len(lines) - 1} records to {file}", err=True)
+    typer.echo(digest_line(digest), err=True)
+
+
+def digest_line(digest: dict[str, Any]) -> str:
+    """The store digest as export and import print it: a whole export imported into an empty store on
+    either engine prints the line its source printed."""
+    counts = ", ".join(f"{label} {n}" for label, n in digest["counts"].items())
+    return f"store digest {digest['sha256']} ({counts or 'empty'})"
 
 
 def import_(
@@ -459,7 +477,9 @@ def import_(
                     report = io.import_plan(graph, plan, bar)
                 except KeymemError as exc:
                     raise fail(str(exc)) from None
+        digest = target.call("digest")
     typer.echo(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report.items()))
+    typer.echo(digest_line(digest), err=True)
 
 
 def snapshot(

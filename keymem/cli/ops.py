@@ -318,8 +318,8 @@ def stats(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
         "hubs": [{**h, "hub": int(h["n"]) >= hub_min} for h in top],
         "hub_min_links": hub_min,
         "namespaces": store.query("memory/namespaces", now=now),
-        "store": {"path": str(store.path), "bytes": store.size_bytes(), "engine": meta.get("engine"),
-                  "wal_recovery": meta.get("wal_recovery")},
+        "store": {"path": store.describe(), "bytes": store.size_bytes(), "engine": meta.get("engine"),
+                  "wal_recovery": meta.get("wal_recovery"), "server": server_of(store)},
         "model": {"stored_fingerprint": meta.get("embedding_fingerprint"), "dim": meta.get("embedding_dim"),
                   "loaded": getattr(embedder, "fingerprint", None)},
         "schema": {"applied": migrations.applied(store), "available": migrations.available()},
@@ -332,11 +332,28 @@ def process_memory(store: Any) -> dict[str, Any]:
     from keymem.server.daemon import rss_kb
 
     rss = rss_kb()
-    used, capacity = store.pool_usage()
-    return {"pid": os.getpid(), "rss_kb": rss.get("VmRSS"), "peak_rss_kb": rss.get("VmHWM"),
-            "buffer_pool": {"used_bytes": used, "capacity_bytes": capacity,
-                            "auto": store.pool_auto, "refused_statements": store.pool_failures,
-                            "reopens": store.reopens}}
+    out: dict[str, Any] = {"pid": os.getpid(), "rss_kb": rss.get("VmRSS"), "peak_rss_kb": rss.get("VmHWM"),
+                           "buffer_pool": None}  # a server engine: its memory is the server's
+    if store.capabilities.local_file:
+        used, capacity = store.pool_usage()
+        out["buffer_pool"] = {"used_bytes": used, "capacity_bytes": capacity, "auto": store.pool_auto,
+                              "refused_statements": store.pool_failures, "reopens": store.reopens}
+    return out
+
+
+def server_of(store: Any) -> dict[str, Any] | None:
+    """A server engine's versions, durability settings and keymem's acknowledgement policy (None for the
+    embedded file); ``{"error": ...}`` when the server does not answer within the connect deadline."""
+    if store.capabilities.local_file:
+        return None
+    from keymem.errors import KeymemError
+    from keymem.store.falkor_connect import server_facts
+
+    try:
+        facts = server_facts(store.url)
+    except KeymemError as exc:
+        return {"error": str(exc), "ack": store.ack.describe()}
+    return {**facts, "ack": store.ack.describe()}
 
 
 # -- export / import / check --------------------------------------------------------------------

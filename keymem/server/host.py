@@ -178,13 +178,13 @@ def _open_graph(settings: Settings) -> MemoryGraph:
 
 
 def _precount(settings: Settings) -> dict[str, int] | None:
-    """Counts straight from the store file before the models load (for the server instructions)."""
-    if not settings.db_path.exists():
+    """Counts straight from the store before the models load (for the server instructions)."""
+    if not settings.store_url and not settings.db_path.exists():
         return {"keys": 0, "memories": 0, "links": 0}
     try:
-        from keymem.store.db import Store
+        from keymem.store.factory import open_store
 
-        store = Store(settings.db_path, buffer_pool_mb=64, read_only=True)
+        store = open_store(settings.with_overrides(buffer_pool_mb=64), read_only=True)
         try:
             r = store.query("admin/counts", now=time.time())[0]
             return {"keys": int(r["keys"]), "memories": int(r["memories"]), "links": int(r["links"])}
