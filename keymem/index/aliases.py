@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Iterable
 
+from keymem.store import changes
 from keymem.store.db import Store, Tx
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,9 @@ class AliasIndex:
         if pending is None:
             pending = tx.scratch[_TX_KEY] = set()
             tx.after_commit(lambda: self.refresh(pending))
+        key_ids = list(key_ids)
         pending.update(key_ids)
+        changes.note(self.store, tx, aliases=key_ids)  # other daemons on a shared store
 
     def refresh(self, key_ids: Iterable[str]) -> None:
         ids = sorted(set(key_ids))

@@ -2,11 +2,12 @@
 
 Recall touches hundreds of memories and keys per query; asking Kuzu for each of those sets
 costs 2-20 ms a statement once the tables are large (``WHERE id IN $list`` scans), while
-the same numbers held in arrays cost microseconds. The daemon is the store's only writer,
-so the copy can be kept exact: every write transaction names the memories and keys it
-touched (``touch``), and after the commit those rows are read back from the store (the
-source of truth) and replaced here. Link weights changed by Hebbian updates are applied
-directly from the values the update statement returned.
+the same numbers held in arrays cost microseconds. The copy is kept exact: every write
+transaction names the memories and keys it touched (``touch``), and after the commit those rows
+are read back from the store (the source of truth) and replaced here. Link weights changed by
+Hebbian updates are applied directly from the values the update statement returned. Where
+several daemons write one store, the others' writes arrive through their change records
+(``store/changes.py``), and ``refresh`` re-reads the ids they name (``memory/catchup.py``).
 
 What is held (content is not: it is read from the store only for what is shown):
 
@@ -35,6 +36,7 @@ import numpy as np
 
 from keymem.decay import DECAY_PROFILES, rank_factors
 from keymem.index import sorted_ids, variants
+from keymem.store import changes
 from keymem.store.db import columns
 from keymem.text.tokenize import normalize_text
 
@@ -413,15 +415,18 @@ class GraphMirror:
     # -- keeping in step with writes ----------------------------------------------------------
     def touch(self, tx: Tx, *, memories: Iterable[str] = (), keys: Iterable[str] = ()) -> None:
         """Record rows a write transaction changed; they are re-read once it commits."""
+        memories, keys = list(memories), list(keys)
         pending: tuple[set[str], set[str]] | None = tx.scratch.get(_TX_KEY)
         if pending is None:
             pending = tx.scratch[_TX_KEY] = (set(), set())
             tx.after_commit(lambda: self.refresh(pending[0], pending[1]))
         pending[0].update(memories)
         pending[1].update(keys)
+        changes.note(self.store, tx, memories=memories, keys=keys)  # other daemons on a shared store
 
-    def set_weights(self, tx: Tx, rows: list[dict[str, Any]]) -> None:
-        """Apply link weights a committed statement returned (``key_id``, ``memory_id``, ``weight``)."""
+    def set_weights(self, tx: Tx, rows: Iterable[dict[str, Any]]) -> None:
+        """Apply link weights a committed statement returned (``key_id``, ``memory_id``, ``weight``; read
+        once the scope committed)."""
         def apply() -> None:
             with self._lock:
                 for r in rows:

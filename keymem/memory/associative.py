@@ -21,6 +21,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,6 +35,7 @@ from keymem.memory.recall import LITERAL, named_keys, route_keys
 from keymem.memory.validity import validity
 from keymem.memory.views import DirectHit, DirectResult
 from keymem.memory.write import LINK_INIT, LINK_MAX, LINK_MIN
+from keymem.store import changes
 from keymem.text.tokenize import literal_key, script_of
 
 if TYPE_CHECKING:
@@ -512,9 +514,13 @@ def _hebbian(graph: Parts, used: list[Candidate], explored: list[Candidate],
             adjust.append({"key_id": key_id, "memory_id": mid, "factor": DECAY_FACTOR, "delta": 0.0})
     if not adjust:
         return
+    done: Iterable[dict[str, Any]]
     with graph.store.write() as tx:
         if len(adjust) > ADJUST_SINGLES or graph.mirror.memory_total() < ADJUST_SCAN_MAX_MEMORIES:
             done = tx.run("link/adjust_many", rows=adjust, lo=LINK_MIN, hi=LINK_MAX)
         else:
-            done = [r for a in adjust for r in tx.run("link/adjust", **a, lo=LINK_MIN, hi=LINK_MAX)]
+            # each statement's rows are read once the scope committed (an engine may defer its writes)
+            done = chain.from_iterable([tx.run("link/adjust", **a, lo=LINK_MIN, hi=LINK_MAX) for a in adjust])
+        # weights are raised and lowered in the store (link/adjust*), so two fronts' updates of one link both count
         graph.mirror.set_weights(tx, done)
+        changes.note(graph.store, tx, links=[mid for _, mid in seen_links if mid in returned or mid in weighed])  # other daemons' mirrors

@@ -39,6 +39,7 @@ from keymem.memory.calls import (
     RecallRequest,
     RememberRequest,
 )
+from keymem.memory.catchup import CatchUp
 from keymem.memory.navigate import contents
 from keymem.memory.requests import RequestLog
 from keymem.memory.views import (
@@ -56,7 +57,7 @@ from keymem.memory.views import (
 )
 from keymem.native import gc_paused, limit_blas_threads, trim_heap
 from keymem.settings import Settings
-from keymem.store import migrations
+from keymem.store import changes, migrations
 from keymem.store.db import Store, columns, pool_exhausted
 from keymem.store.vectors import KeyVectors
 from keymem.store.walk import fill_walk_copies
@@ -123,6 +124,9 @@ class MemoryGraph:
         self.access = AccessLog(store)
         # mutating calls' results by request id (daemon retries)
         self.requests = RequestLog(store, clock, self.memory_json)
+        # other daemons' writes to a store several daemons write (memory/catchup.py); None where one does
+        feed = changes.feed(store)
+        self.catchup = CatchUp(self, feed) if feed is not None else None
 
     # -- opening -------------------------------------------------------------------
     @classmethod
@@ -159,9 +163,14 @@ class MemoryGraph:
                 graph.set_meta("wal_recovery", f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}: "
                                                f"{store.wal_tail_dropped}")
             graph._check_fingerprint(progress)
+            if graph.catchup is not None:
+                graph.catchup.mark()  # what commits during the load is applied after it
             graph._load_caches()
             graph.sweep()
             graph._start_warm()
+            if graph.catchup is not None:
+                graph.catchup()
+                graph.catchup.start()
         except BaseException:
             store.close()
             raise
@@ -300,10 +309,24 @@ class MemoryGraph:
         """
         if not self.store.read_only:
             fill_walk_copies(self.store, force=True)
+        if self.catchup is not None and not self.store.read_only:  # the other daemons reload too
+            with self.store.write() as tx:
+                changes.note(self.store, tx, everything=True)
         self.lexical = LexicalIndex()  # calls already running keep searching the old one
         self._load_caches()
 
-    def _load_caches(self) -> None:
+    def reload_indexes(self) -> None:
+        """Re-read the mirror, key vectors, aliases and BM25 index (a daemon too far behind the others'
+        writes to catch up by ids); memory content vectors stay (a memory's text never changes)."""
+        self.lexical = LexicalIndex()  # calls already running keep searching the old one
+        self._load_caches(memory_vectors=False)
+
+    def catch_up(self) -> int:
+        """Apply other daemons' writes to the in-memory indexes before a call reads them (memory/catchup.py);
+        the change records applied. Nothing to do, and no query, where this process is the only writer."""
+        return self.catchup() if self.catchup is not None else 0
+
+    def _load_caches(self, *, memory_vectors: bool = True) -> None:
         """Fill the key vectors, the BM25 index and the graph mirror from the store.
 
         The mirror loads on a second thread meanwhile: much of each load is Kuzu scanning and
@@ -345,7 +368,8 @@ class MemoryGraph:
                 self.vectors.load()
                 self.aliases.load()
                 self._load_lexical()
-        self.memvecs.load()
+        if memory_vectors:
+            self.memvecs.load()
         trim_heap()  # the loads' transient rows (hundreds of MB at 100k memories)
 
     # -- shared helpers ----------------------------------------------------------------
@@ -479,6 +503,8 @@ class MemoryGraph:
                 self.access.flush()  # a clean stop keeps every access the agent was shown
         except Exception as exc:
             log.warning("writing the pending accesses at close failed: %s", exc)
+        if self.catchup is not None:
+            self.catchup.stop()
         self._warm_stop.set()
         if self._warm is not None:
             self._warm.join()

@@ -114,6 +114,7 @@ class GraphHost:
         if method == "counts":
             return self.counts()
         graph = self.wait()
+        graph.catch_up()  # other daemons' writes to a shared store, before the indexes are read
         commits = graph.store.thread_commits()
         try:
             return self._once(graph, method, params, source, request_id)

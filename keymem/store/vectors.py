@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from keymem.store import changes
 from keymem.store.db import Store, Tx
 
 log = logging.getLogger("keymem.store")
@@ -222,10 +223,32 @@ class KeyVectors:
             raise ValueError(f"key vector has shape {vec.shape}, expected ({self.dim},)")
         tx.run("vectors/insert", id=key_id, namespace=namespace, vec=vec.tolist())
         tx.after_commit(lambda: self._cached_add(key_id, namespace, vec))
+        changes.note(self.store, tx, keys=[key_id])
 
     def delete(self, tx: Tx, key_id: str, namespace: str) -> None:
         tx.run("vectors/delete", id=key_id)
         tx.after_commit(lambda: self._cached_remove(key_id, namespace))
+        changes.note(self.store, tx, keys=[key_id])
+
+    def refresh(self, key_ids: list[str]) -> None:
+        """Re-read some keys' vectors from the store (another daemon's writes): each one found is held,
+        each one gone is dropped. Safe to repeat."""
+        if not key_ids or self.indexed:  # the engine's index serves: nothing held here
+            return
+        found = {r["id"]: r for r in self.store.query("vectors/of_keys", ids=sorted(set(key_ids)))}
+        with self._lock:
+            for key_id in key_ids:
+                row = found.get(key_id)
+                known = next((ns for ns, block in self._blocks.items() if key_id in block.pos), None)
+                if row is None:
+                    if known is not None:
+                        self._cached_remove(key_id, known)
+                    continue
+                if known is not None and known != row["namespace"]:
+                    self._cached_remove(key_id, known)
+                    known = None
+                if known is None:
+                    self._cached_add(key_id, row["namespace"], np.asarray(row["vec"], dtype=np.float32))
 
     def _cached_add(self, key_id: str, namespace: str, vec: np.ndarray) -> None:
         with self._lock:
