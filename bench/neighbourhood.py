@@ -1,9 +1,13 @@
-"""The association walk's neighbourhood: Cypher in Kuzu vs the in-memory mirror, on an existing store.
+"""The association walk's neighbourhood: Cypher in the store's engine vs the in-memory mirror, on an existing store.
 
 Usage::
 
     python bench/scale.py --memories 100000 --dir /tmp/km100k --no-baseline   # makes a store
     python bench/neighbourhood.py --store /tmp/km100k/data [--queries 200] [--json OUT]
+    python bench/neighbourhood.py --store DIR/data --store-url falkordb://HOST:PORT/GRAPH   # on FalkorDB
+
+With ``--store-url`` the store is that server graph (``DIR/data`` is the daemon's data dir beside it;
+``bench/engines.py --walk`` runs this on both engines).
 
 Queries are made the way ``bench/scale.py`` makes them (1-3 of a stored memory's concept keys,
 sometimes with its name key), from memories drawn with a fixed seed. Each runs through
@@ -82,6 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--hops", type=int, default=2)
     p.add_argument("--buffer-pool-mb", type=int, default=None)
     p.add_argument("--cold", action="store_true", help="a new CypherNeighbourhood (empty IdBooks) per query")
+    p.add_argument("--store-url", default=None, help="KEYMEM_STORE_URL of the store (default: the file in --store)")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     import logging
@@ -91,7 +96,9 @@ def main(argv: list[str] | None = None) -> None:
 
     model_dir = _common.minilm_dir()
     emb = _common.embedder(model_dir, threads=1)
-    extra = {"buffer_pool_mb": args.buffer_pool_mb} if args.buffer_pool_mb else {}
+    extra: dict[str, Any] = {"buffer_pool_mb": args.buffer_pool_mb} if args.buffer_pool_mb else {}
+    if args.store_url:
+        extra["store_url"] = args.store_url
     t0 = time.perf_counter()
     graph = _common.open_graph(Path(args.store), model_dir, emb, **extra)
     counts = graph.counts()
@@ -154,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     graph.close()
 
     out = {
-        "store": str(args.store), "counts": counts, "queries": len(queries),
+        "store": str(args.store), "engine": graph.store.capabilities.engine, "counts": counts, "queries": len(queries),
         "hops": args.hops, "steps": len(steps), "cold": args.cold, "id_book_load_s": round(load_s, 2),
         "frontier": {"median": sizes[len(sizes) // 2] if sizes else 0, "max": sizes[-1] if sizes else 0},
         "rows_per_query": {"median": sorted(rows)[len(rows) // 2] if rows else 0},

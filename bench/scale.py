@@ -4,6 +4,10 @@ Usage::
 
     python bench/scale.py --memories 10000 [--queries 200] [--json OUT] [--huge]
     python bench/scale.py --memories 1000000 --huge --dir D [--build-only] [--max-minutes M]
+    python bench/scale.py --memories 10000 --store-url falkordb://127.0.0.1:PORT/bench   # on FalkorDB
+
+``--store-url`` puts the store on a server (an empty graph; ``bench/engines.py`` starts one and runs
+this script on both engines).
 
 With ``--dir D`` the store is kept in ``D/data`` and the build is resumable: ``D/progress.json``
 records after every batch how many corpus items are written and the cumulative build seconds; run
@@ -287,11 +291,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tmp.mkdir(parents=True, exist_ok=True)
     data_dir = tmp / "data"
     prog = load_progress(tmp, n, args.queries)
-    extra = {"buffer_pool_mb": args.buffer_pool_mb} if args.buffer_pool_mb else {}
+    extra: dict[str, Any] = {"buffer_pool_mb": args.buffer_pool_mb} if args.buffer_pool_mb else {}
+    if args.store_url:
+        extra["store_url"] = args.store_url
     ts = time.perf_counter()
     graph = _common.open_graph(data_dir, model_dir, emb, **extra)
     open_s = time.perf_counter() - ts
     done = prog["written"]
+    if args.store_url and not done and graph.mirror.memory_total():
+        graph.close()
+        raise SystemExit(f"{args.store_url} already holds memories: give an empty graph (a server store is not resumed)")
     if done:
         found = graph.mirror.memory_total()
         if found > prog["memories"]:  # a batch committed just before the progress file was written
@@ -418,7 +427,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rss_point(curve, "queries", done)
     rss_peak = _common.peak_rss_mb()
     rss_now = _common.rss_mb()
-    store_mb = _common.dir_mb(data_dir)
+    store_mb = graph.store.size_bytes() / 2**20 if args.store_url else _common.dir_mb(data_dir)
     counts = graph.counts()
     log(f"  keymem done: recall p50 {_common.pct(t_recall, .5) * 1000:.1f} ms, "
         f"direct p50 {_common.pct(t_direct, .5) * 1000:.1f} ms, RSS {rss_now:.0f} MB (peak {rss_peak:.0f} MB)")
@@ -475,6 +484,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "machine": {"cpus": os.cpu_count(), "onnx_threads": args.threads, "python": sys.version.split()[0],
                     "load_avg_end": [round(x, 2) for x in os.getloadavg()]},
         "buffer_pool_mb": graph.store.buffer_pool_mb,
+        "engine": graph.store.capabilities.engine,
     }
     if not args.dir:
         import shutil
@@ -498,7 +508,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, default=1, help="ONNX intra-op threads (default 1, keymem's default on 2 cores)")
     p.add_argument("--dir", default=None, help="keep the store here instead of a temporary directory")
     p.add_argument("--no-baseline", action="store_true")
-    p.add_argument("--buffer-pool-mb", type=int, default=None, help="Kuzu buffer pool (default: keymem's)")
+    p.add_argument("--buffer-pool-mb", type=int, default=None, help="LadybugDB buffer pool (default: keymem's)")
+    p.add_argument("--store-url", default=None,
+                   help="KEYMEM_STORE_URL of an empty server graph (falkordb://host:port/graph) instead of the file")
     p.add_argument("--build-only", action="store_true", help="write the corpus into --dir and stop (no queries)")
     p.add_argument("--max-minutes", type=float, default=None,
                    help="stop building after this long (the batch in flight is finished and recorded); rerun to resume")

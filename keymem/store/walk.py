@@ -20,6 +20,11 @@ unknown id costs one primary-key lookup, unknown offsets one statement. Ids and 
 change, and Kuzu 0.11.3 never gives a deleted node's offset to a new node (pinned by
 ``tests/domain/test_neighbourhood.py``), so an entry is never wrong; one of a deleted node is
 never met again.
+
+FalkorDB hands a deleted node's internal id to the next node created, at once, so no internal id
+may be kept there (``Capabilities.stable_node_ids`` False). On such an engine the statements'
+overrides (``cypher/engines/falkordb/neighbourhood/``) name nodes by keymem's own ids, through the
+range index on ``id``, and :class:`SameIds` stands in for the books: a node's handle is its id.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
 BOOK_PAGE = 20_000  # (offset, id) pairs read per statement when an IdBook loads
 
 Edge = tuple[str, float]  # (memory id, weight)
+Ref = int | str  # a node as the walk's statements name it: internal offset (LadybugDB) or keymem id (FalkorDB)
 
 
 class IdBook:
@@ -42,14 +48,14 @@ class IdBook:
     def __init__(self, store: Store, table: str) -> None:
         self.store = store
         self.table = table
-        self._offset: dict[str, int] = {}
-        self._id: dict[int, str] = {}
+        self._offset: dict[str, Ref] = {}
+        self._id: dict[Ref, str] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._id)
 
-    def _add(self, pairs: list[tuple[int, str]]) -> None:
+    def _add(self, pairs: list[tuple[Ref, str]]) -> None:
         with self._lock:
             for offset, node_id in pairs:
                 self._id[offset] = node_id
@@ -62,7 +68,7 @@ class IdBook:
             rows = self.store.query(f"neighbourhood/{self.table}_book", lo=lo, hi=lo + BOOK_PAGE)
             self._add([(r["offset"], r["id"]) for r in rows])
 
-    def offsets(self, ids: list[str]) -> dict[str, int]:
+    def offsets(self, ids: list[str]) -> dict[str, Ref]:
         """Offsets of the ids that exist (unknown ones looked up by primary key)."""
         out = {}
         for node_id in dict.fromkeys(ids):
@@ -76,7 +82,7 @@ class IdBook:
             out[node_id] = offset
         return out
 
-    def ids(self, offsets: list[int]) -> dict[int, str]:
+    def ids(self, offsets: list[Ref]) -> dict[Ref, str]:
         """Ids of the offsets (unknown ones read in one statement)."""
         unknown = [o for o in dict.fromkeys(offsets) if o not in self._id]
         if unknown:
@@ -85,26 +91,45 @@ class IdBook:
         return {o: self._id[o] for o in offsets if o in self._id}
 
 
+class SameIds(IdBook):
+    """The book of an engine whose statements name nodes by keymem's ids: each handle is the id itself.
+
+    Nothing is read or kept. An id that names no node gets no rows from the statements, as an
+    unknown one does from :class:`IdBook`.
+    """
+
+    def load(self) -> None:
+        """Nothing to read."""
+
+    def offsets(self, ids: list[str]) -> dict[str, Ref]:
+        return {node_id: node_id for node_id in dict.fromkeys(ids)}
+
+    def ids(self, offsets: list[Ref]) -> dict[Ref, str]:
+        return {o: str(o) for o in offsets}
+
+
 class NeighbourhoodReads:
-    """The statements of a hop, over internal offsets, with ids from the two IdBooks."""
+    """The statements of a hop, over internal offsets (or ids, see :class:`SameIds`), with ids from
+    the two books."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.memories = IdBook(store, "memory")
-        self.keys = IdBook(store, "key")
+        book = IdBook if store.capabilities.stable_node_ids else SameIds
+        self.memories = book(store, "memory")
+        self.keys = book(store, "key")
 
     def load(self) -> None:
         self.memories.load()
         self.keys.load()
 
-    def links(self, memory_ids: list[str]) -> tuple[dict[str, list[tuple[int, float]]], dict[str, int]]:
+    def links(self, memory_ids: list[str]) -> tuple[dict[str, list[tuple[Ref, float]]], dict[str, Ref]]:
         """Each existing memory's links (key offset, weight), and the offsets of the memories that may
         have a RELATED_TO edge (its ``has_related`` flag, or no link to read it from)."""
         offsets = self.memories.offsets(memory_ids)
         if not offsets:
             return {}, {}
         by_offset = {o: mid for mid, o in offsets.items()}
-        out: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        out: dict[str, list[tuple[Ref, float]]] = defaultdict(list)
         unrelated: set[str] = set()
         for r in self.store.query("neighbourhood/links", memories=list(by_offset)):
             mid = by_offset[r["m"]]
@@ -113,11 +138,11 @@ class NeighbourhoodReads:
                 unrelated.add(mid)
         return out, {mid: o for mid, o in offsets.items() if mid not in unrelated}
 
-    def members(self, key_offsets: list[int], now: float, fanout: int) -> dict[int, list[Edge]]:
+    def members(self, key_offsets: list[Ref], now: float, fanout: int) -> dict[Ref, list[Edge]]:
         """Visible memories (id, link weight) of each key (by offset) holding 1..``fanout`` of them."""
         if not key_offsets:
             return {}
-        got: dict[int, list[tuple[int, float]]] = defaultdict(list)
+        got: dict[Ref, list[tuple[Ref, float]]] = defaultdict(list)
         for r in self.store.query("neighbourhood/members", keys=list(dict.fromkeys(key_offsets)), now=now,
                                   fanout=fanout):
             got[r["k"]].append((r["m"], r["weight"]))
@@ -125,7 +150,7 @@ class NeighbourhoodReads:
         ids = self.memories.ids([m for edges in walkable.values() for m, _ in edges])
         return {k: [(ids[m], w) for m, w in edges if m in ids] for k, edges in walkable.items()}
 
-    def related(self, offsets: dict[str, int], now: float) -> dict[str, list[Edge]]:
+    def related(self, offsets: dict[str, Ref], now: float) -> dict[str, list[Edge]]:
         """Visible RELATED_TO neighbours (id, edge weight) of memories given with their offsets.
 
         An edge kept in both directions between the same two memories counts once, at the larger weight.
@@ -173,7 +198,8 @@ def fill_walk_copies(store: Store, *, force: bool = False) -> int:
     for statement in ("link/recopy", "link/reflag_related"):
         while True:
             with store.write() as tx:
-                n = int(tx.run(statement, limit=PAGE_LINKS)[0]["n"])
+                done = tx.run(statement, limit=PAGE_LINKS)
+            n = int(done[0]["n"])  # a write's rows are read once its scope committed (deferred writes)
             fixed += n
             if n:
                 store.checkpoint()
@@ -181,7 +207,8 @@ def fill_walk_copies(store: Store, *, force: bool = False) -> int:
                 break
     for lo, hi in store.offset_ranges("key/offset_end", page=PAGE_KEYS):
         with store.write() as tx:
-            n = int(tx.run("link/recount", lo=lo, hi=hi)[0]["n"])
+            done = tx.run("link/recount", lo=lo, hi=hi)
+        n = int(done[0]["n"])
         fixed += n
         if n:
             store.checkpoint()
