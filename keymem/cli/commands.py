@@ -108,6 +108,10 @@ def doctor(
         value = getattr(settings, name)
         if name == "openai_api_key" and value:
             value = "set (hidden)"
+        elif name == "store_url" and value:  # it may hold a password
+            from keymem.engine_url import parse_store_url
+
+            value = parse_store_url(value).shown()
         source = settings.sources.get(name, "default")
         if source.startswith("config file"):
             source = "config file"  # its path is on the line above
