@@ -30,7 +30,12 @@ def applied(store: Store) -> list[str]:
 
 
 def migrate(store: Store) -> list[str]:
-    """Apply the missing steps; return their names."""
+    """Apply the missing steps; return their names. Daemons opening one shared store at once take turns."""
+    with store.held("migrations"):
+        return _migrate(store)
+
+
+def _migrate(store: Store) -> list[str]:
     steps = available()
     with store.write() as tx:
         for stmt in store.script("schema/000_migrations"):
