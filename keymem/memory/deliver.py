@@ -53,6 +53,8 @@ UNANCHORED_SHARE = 0.8  # with a named entity, a direct memory not linked to it 
 CHARS_PER_TOKEN = 3.4  # WordPiece on memory text (measured on LoCoMo turns; ids count apart)
 ID_TOKENS = 14  # a memory id and its brackets
 CORROBORATE_POOL = 50  # lexical hits a general question's other words are checked against
+ASSOCIATED = "association"  # a key view's score kind: what the walk carried through it
+ONWARD_KEYS = 2  # recall's key list: keys through which association reached what was not delivered
 MEMORY_SHARE = 0.72  # of recall's token budget, what its memories may take (the keys and framing take the rest)
 
 
@@ -66,11 +68,12 @@ class Recipe:
     direct_share: float = 0.3  # a direct memory's score relative to the best direct score
     min_association: float = 0.1  # association strength a memory needs to be delivered
     need_confidence: bool = False  # deliver nothing for a query that is not confident
+    pooled_slots: bool = False  # direct slots left empty go to associated memories (the hook's few slots)
 
 
 TOOL = Recipe()
 HOOK = Recipe(budget_tokens=350, max_direct=2, max_associated=2, direct_share=0.6, min_association=0.2,
-              need_confidence=True)
+              need_confidence=True, pooled_slots=True)
 
 
 def hook_recipe(settings: Settings) -> Recipe:
@@ -204,7 +207,8 @@ def deliver(graph: Parts, r: Ranking, recipe: Recipe, seen: frozenset[str] = fro
     found = r.association
     assoc = sorted(((a, m) for m, a in found.mass.items() if m not in shown and a >= recipe.min_association),
                    key=lambda t: (-t[0], t[1]))
-    fresh_assoc, skipped = unseen(assoc, seen, recipe.max_associated, lambda t: t[1])
+    room = recipe.max_associated + (max(0, recipe.max_direct - len(picked)) if recipe.pooled_slots else 0)
+    fresh_assoc, skipped = unseen(assoc, seen, room, lambda t: t[1])
     omitted |= skipped
     picked += [(m, a, found.hop.get(m, 1)) for a, m in fresh_assoc]
     texts = r.texts.get([m for m, _, _ in picked])
@@ -225,6 +229,19 @@ def deliver(graph: Parts, r: Ranking, recipe: Recipe, seen: frozenset[str] = fro
         out.append(Delivered(memory_id=mid, content=content, score=round(score, 4), hops=hops, path=path,
                              validity=validity(rows[mid], graph.settings, r.now)))
     return Delivery(out, sure, False, "cross_encoder_logit" if reranked else "fused_score", len(omitted))
+
+
+def onward_keys(r: Ranking, delivered: set[str], routed: set[str]) -> dict[str, tuple[float, str]]:
+    """Up to ``ONWARD_KEYS`` keys, not routed by the query, through which the walk carried the most
+    to memories that were not delivered: where an agent reads next to follow the association."""
+    found = r.association
+    carried: dict[str, float] = {}
+    for m, a in found.mass.items():
+        k = found.via.get(m)
+        if m not in delivered and k and k not in routed:
+            carried[k] = carried.get(k, 0.0) + a
+    best = sorted(carried.items(), key=lambda t: (-t[1], t[0]))[:ONWARD_KEYS]
+    return {k: (round(a, 4), ASSOCIATED) for k, a in best}
 
 
 def inject_text(memories: list[Delivered]) -> str:
@@ -253,18 +270,23 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
     text = f"{query}\n{context}"[:DIRECT_QUERY_CHARS] if context else query
     r = ranking(graph, text, ns, own=query)
     now = r.now
+    found = deliver(graph, r, TOOL if request.budget is None else replace(TOOL, budget_tokens=request.budget),
+                    request.seen)
     scored = dict(r.routed) or lexical_keys(graph, r.query, ns)
+    onward = onward_keys(r, {d.memory_id for d in found.memories}, set(scored))
     # Only the best-scored keys get a view (counts, aliases, specificity): twice top_k, plus any
     # tied with the last of them.
     ranked_scores = sorted((s for s, _ in scored.values()), reverse=True)
     cutoff = ranked_scores[min(len(ranked_scores), 2 * top_k) - 1] if ranked_scores else 0.0
     shortlist = [k for k, (s, _) in scored.items() if s >= cutoff]
-    rows = graph.mirror.keys(shortlist)
-    views = [v for v in key_views(graph, rows, ns, now, scores=scored) if v.memory_count > 0]
+    rows = graph.mirror.keys([*shortlist, *onward])
+    views = [v for v in key_views(graph, rows, ns, now, scores={**scored, **onward}) if v.memory_count > 0]
     views.sort(key=lambda v: (-(v.score or 0.0), -v.specificity, v.key))
+    if onward:  # after the best routed key, the keys association leads on through
+        ahead = [v for v in views if v.key_id in onward]
+        rest = [v for v in views if v.key_id not in onward]
+        views = rest[:1] + sorted(ahead, key=lambda v: -onward[v.key_id][0]) + rest[1:]
     views = views[:top_k]
-    found = deliver(graph, r, TOOL if request.budget is None else replace(TOOL, budget_tokens=request.budget),
-                    request.seen)
     if views:  # a read through one of them teaches the query as an alias (autokey)
         graph.autokey.note_route(query, r.query.vector, [v.key_id for v in views])
     memories = [RecalledMemory(memory_id=d.memory_id, content=d.content, hops=d.hops, via=d.path,

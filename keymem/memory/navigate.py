@@ -37,6 +37,9 @@ LEXICAL_WINDOW = 1000
 HEBBIAN_STEP = 0.1
 NAMED_BONUS = 0.3  # read_key: on the capped-BM25 scale, for a memory of a name the query mentions ...
 NAMED_TOP = 100  # ... weighed for this many of the key's best memories by the rest of the score
+MEANING_MIN_MEMBERS = 4  # read_key: a key with more memories than this ranks them by meaning too ...
+MEANING_MAX_MEMBERS = 256  # ... up to this many (the content vectors embedded on demand per call)
+MEANING_STEP = 0.05  # ... counted in steps this coarse, so memories alike in meaning keep their other order
 
 
 def preview(content: str, limit: int = PREVIEW_CHARS) -> str:
@@ -106,7 +109,7 @@ def rank_in_key(graph: Parts, key_id: str, namespace: str, query: str | None, no
         else:
             lex = dict(graph.lexical.search(query, LEXICAL_WINDOW, namespace))
         raw = np.asarray([lex.get(i, 0.0) for i in ids], dtype=np.float64)
-        score = (0.25 + raw / (1.0 + raw)) * base
+        score = (0.25 + raw / (1.0 + raw) + _meaning(graph, query, ids)) * base
         top = np.argsort(-score, kind="stable")[:NAMED_TOP]
         named = named_memories(graph, key_id, [ids[i] for i in top.tolist()], query)
         lift = np.asarray([ids[i] in named for i in top.tolist()], dtype=bool)
@@ -114,6 +117,17 @@ def rank_in_key(graph: Parts, key_id: str, namespace: str, query: str | None, no
         kind = "content_relevance"
     order = _ties_by_id(np.lexsort((-created, -score)), score, created, ids, head)
     return [Ranked(ids[i], float(score[i]), float(weights[i]), kind) for i in order]
+
+
+def _meaning(graph: Parts, query: str, ids: list[str]) -> np.ndarray | float:
+    """Content cosine with the query, above zero, for the members of a busy key: the memory a
+    question is about shares no word with it when it was reached by association."""
+    if not MEANING_MIN_MEMBERS < len(ids) <= MEANING_MAX_MEMBERS:
+        return 0.0
+    qvec = graph.embed_soon([query]).result()[0]
+    cos = graph.memvecs.relevance(qvec, ids)
+    raw = np.maximum(0.0, np.asarray([cos.get(i, 0.0) for i in ids], dtype=np.float64))
+    return np.floor(raw / MEANING_STEP) * MEANING_STEP
 
 
 def _ties_by_id(order: np.ndarray, score: np.ndarray, created: np.ndarray, ids: list[str],

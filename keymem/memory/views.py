@@ -61,7 +61,8 @@ class KeyView(View):
     score_kind: str | None = Field(
         default=None,
         description="key_cosine (embedding similarity), literal_match (exact name/alias), "
-        "content_relevance (capped lexical s/(1+s)), hub_order (browse); never a probability",
+        "content_relevance (capped lexical s/(1+s)), association (what recall's walk carried through the key "
+        "to memories it did not deliver: a key to read next), hub_order (browse); never a probability",
     )
     memory_count: int
     is_hub: bool

@@ -40,6 +40,8 @@ def _key(k: dict[str, Any], count: bool = True) -> str:
         bits.append(f"{k['memory_count']} memories" if k["memory_count"] != 1 else "1 memory")
     if k.get("is_hub"):
         bits.append("hub")
+    if k.get("score_kind") == "association":
+        bits.append("association leads on here")
     if k.get("aliases"):
         bits.append("aka " + ", ".join(k["aliases"][:3]))
     return f"{k['key']} {k['key_id']}" + (f" ({', '.join(bits)})" if bits else "")

@@ -88,8 +88,56 @@ def test_the_budget_bounds_what_recall_delivers(graph: MemoryGraph) -> None:
 
 
 def test_read_key_orders_equal_memories_by_id(graph: MemoryGraph) -> None:
-    """Equal score and age (the test clock stands still): by id, whatever order the store returned them in."""
-    ids = [graph.remember(content=f"note {i} about the weekly review", keys=["review"]).memory_id for i in range(6)]
+    """Equal score and age (the test clock stands still): by id, whatever order the store returned them in.
+    A key this small is ranked by words alone (meaning counts from ``MEANING_MIN_MEMBERS`` up)."""
+    from keymem.memory.navigate import MEANING_MIN_MEMBERS
+
+    ids = [graph.remember(content=f"note {i} about the weekly review", keys=["review"]).memory_id
+           for i in range(MEANING_MIN_MEMBERS)]
     kid = next(k.key_id for k in graph.read_memory(memory_id=ids[0]).keys)
     assert [m.memory_id for m in graph.read_key(key_id=kid).memories] == sorted(ids)
     assert [m.memory_id for m in graph.read_key(key_id=kid, query="weekly review").memories] == sorted(ids)
+
+
+def test_read_key_ranks_a_busy_keys_memories_by_meaning(graph: MemoryGraph) -> None:
+    """Through a key with many memories, the one a question is about comes first even when it shares
+    no word with the question (it was reached by association, not by its words)."""
+    chores = ["Idris Karimi likes his coffee black with no sugar.", "Idris Karimi cycles to the office on Tuesdays.",
+              "Idris Karimi keeps a fern on his desk by the window.", "Idris Karimi supports the local football club.",
+              "Idris Karimi's laptop has a sticker of a lighthouse.", "Idris Karimi once lived in Lisbon for a year.",
+              "Idris Karimi plays chess at lunchtime with the interns."]
+    for text in chores:
+        graph.remember(content=text, keys=["Idris Karimi"])
+    target = graph.remember(content="Idris Karimi is on sabbatical until January; his deputy handles his approvals.",
+                            keys=["Idris Karimi"]).memory_id
+    kid = next(k.key_id for k in graph.read_memory(memory_id=target).keys)
+    page = graph.read_key(key_id=kid, query="Who signs off the budget while he is away on leave?", limit=3)
+    assert page.memories[0].memory_id == target
+
+
+def test_recall_lists_the_key_association_leads_on_through(graph: MemoryGraph) -> None:
+    """What the walk reached but the budget left out: recall's key list names the key it came
+    through (score kind ``association``), right after the best routed key, so an agent reads on there."""
+    graph.remember(content="Stonechat's exit plan needs sign-off from Idris Karimi.", keys=["Stonechat", "Idris Karimi"])
+    far = graph.remember(content="Idris Karimi is on sabbatical until January.", keys=["Idris Karimi", "sabbatical"])
+    r = graph.recall(query="What does the Stonechat plan still need?", budget=60)
+    assert far.memory_id not in [m.memory_id for m in r.memories]
+    kinds = {k.key: k.score_kind for k in r.keys}
+    assert kinds.get("Idris Karimi") == "association", kinds
+    assert [k.key for k in r.keys].index("Idris Karimi") == 1
+
+
+def test_the_hook_gives_empty_direct_slots_to_associations(graph: MemoryGraph) -> None:
+    """One direct hit and a chain behind it: the hook's slots left by direct hits carry the chain on,
+    up to KEYMEM_INJECT_MAX memories in all."""
+    head = graph.remember(content="Greta Lindqvist's shop backend stores its orders in MySQL 8.",
+                          keys=["Greta Lindqvist", "MySQL 8"])
+    first = graph.remember(content="MySQL 8 at the company is one primary with a single reporting replica.",
+                           keys=["MySQL 8", "reporting replica"])
+    second = graph.remember(content="The reporting replica is queried by finance at each month's end.",
+                            keys=["reporting replica", "finance close"])
+    third = graph.remember(content="The finance close runs over the final two working days of a month.",
+                           keys=["finance close"])
+    chosen = graph.recall_inject(prompt="Greta Lindqvist wants her backend offline for a day next week: anything to watch?").memory_ids
+    assert chosen[0] == head.memory_id and len(chosen) == graph.settings.inject_max
+    assert chosen[1:] == [first.memory_id, second.memory_id, third.memory_id]
