@@ -82,6 +82,7 @@ class Autokey:
             return
         k = key[0]["k"]
         s = self.settings
+        learned_here = 0  # aliases this scope learned (not in alias/learned_count: reads see no write of the scope)
         for norm, (query, qvec, _) in fresh.items():
             nid = name_id(k["namespace"], norm)
             existing = tx.run("key/name_lookup", id=nid)
@@ -90,10 +91,12 @@ class Autokey:
                     tx.run("alias/hit", key_id=key_id, norm=norm, now=now)
                 continue
             pid = f"{key_id}\x1f{norm}"
-            count = tx.run("alias/pending_bump", id=pid, key_id=key_id, query=query, now=now)[0]["count"]
+            before = tx.run("alias/pending_get", id=pid)
+            count = (int(before[0]["count"]) if before else 0) + 1  # what alias/pending_bump makes it
+            tx.run("alias/pending_bump", id=pid, key_id=key_id, query=query, now=now)
             if count < s.autokey_promote_n:
                 continue
-            if tx.run("alias/learned_count", key_id=key_id)[0]["n"] >= s.autokey_max_aliases:
+            if tx.run("alias/learned_count", key_id=key_id)[0]["n"] + learned_here >= s.autokey_max_aliases:
                 continue
             kvec = self.vectors.get([key_id]).get(key_id)
             cos = float(kvec @ qvec) if kvec is not None else 0.0
@@ -107,6 +110,7 @@ class Autokey:
             tx.run("key/name_create", id=nid, key_id=key_id)
             add_literal_name(tx, k["namespace"], query, key_id)
             tx.run("alias/pending_delete", id=pid)
+            learned_here += 1
 
     def prune(self) -> int:
         """Delete learned aliases that never hit within KEYMEM_AUTOKEY_PRUNE_AGE."""

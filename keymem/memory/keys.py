@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from keymem.memory.names import add_literal_name, name_id, new_id
+from keymem.memory.names import add_literal_name, literal_name_id, name_id, new_id
 from keymem.memory.views import KeyView
 from keymem.store.db import Tx
 from keymem.text.tokenize import normalize_text
@@ -107,7 +107,8 @@ class KeyResolver:
             merged = self._merge_target(vec, namespace, len(norm))
             if merged is not None:
                 self.tx.run("key/name_create", id=nid, key_id=merged.key_id)
-                self._claim_literal(add_literal_name(self.tx, namespace, text, merged.key_id), merged)
+                self._claim_literal(literal_name_id(namespace, text), merged)
+                add_literal_name(self.tx, namespace, text, merged.key_id)
                 alias_id = new_id("a")
                 self.tx.run(
                     "alias/create", id=alias_id, key_id=merged.key_id, namespace=namespace, text=text,
@@ -122,13 +123,13 @@ class KeyResolver:
             "key/create", id=key_id, namespace=namespace, text=text, norm=norm, key_type=key_type, now=self.now
         )
         self.tx.run("key/name_create", id=nid, key_id=key_id)
-        literal = add_literal_name(self.tx, namespace, text, key_id)
+        created = ResolvedKey(key_id, text, key_type, True)
+        self._pending[nid] = created
+        self._claim_literal(literal_name_id(namespace, text), created)
+        add_literal_name(self.tx, namespace, text, key_id)
         if vec is not None:
             self.graph.vectors.insert(self.tx, key_id, namespace, vec)
             self._pending_vecs.setdefault(namespace, []).append((key_id, vec))
-        created = ResolvedKey(key_id, text, key_type, True)
-        self._pending[nid] = created
-        self._claim_literal(literal, created)
         return created
 
     def _claim_literal(self, literal_nid: str | None, key: ResolvedKey) -> None:
@@ -136,14 +137,15 @@ class KeyResolver:
 
         "team-work" registers the form "team work"; a later "team work" in the same batch must
         resolve as it would in a later call (to the form's owner), not create the name again.
-        The owner is this key unless an older key already held the form.
+        The owner is this key unless an older key already held the form, which is looked up before
+        the form is written (the scope never reads back its own writes).
         """
         if literal_nid is None or literal_nid in self._pending:
             return
-        if literal_nid in self._known and self._known[literal_nid] is None:
-            self._pending[literal_nid] = key  # known absent before: this key claimed it
-        else:
-            self._known.pop(literal_nid, None)  # look the owner up again when it is asked for
+        if literal_nid not in self._known:
+            self._known[literal_nid] = keys_by_names(self.graph, self.tx.run, [literal_nid]).get(literal_nid)
+        if self._known[literal_nid] is None:
+            self._pending[literal_nid] = key  # absent before: this key claimed it
 
     def _merge_target(self, vec: np.ndarray, namespace: str, length: int) -> ResolvedKey | None:
         th = self.graph.thresholds

@@ -23,6 +23,14 @@ def name_id(namespace: str, norm: str) -> str:
 
 
 
+def literal_name_id(namespace: str, text: str) -> str | None:
+    """The KeyName id of a key's literal form when it differs from its normalised text, else None."""
+    form = literal_key(text)
+    if form and form != normalize_text(text):
+        return name_id(namespace, form)
+    return None
+
+
 def add_literal_name(tx: Tx, namespace: str, text: str, key_id: str) -> str | None:
     """Also register the key's literal form when it differs from its normalised text.
 
@@ -30,12 +38,10 @@ def add_literal_name(tx: Tx, namespace: str, text: str, key_id: str) -> str | No
     appears as "dr smith"); without this row such a name could never match literally.
     Returns the KeyName id of that form (the first key to claim it keeps it), or None.
     """
-    form = literal_key(text)
-    if form and form != normalize_text(text):
-        nid = name_id(namespace, form)
+    nid = literal_name_id(namespace, text)
+    if nid is not None:
         tx.run("key/name_literal", id=nid, key_id=key_id)
-        return nid
-    return None
+    return nid
 
 
 def remove_literal_name(tx: Tx, namespace: str, text: str, key_id: str) -> None:

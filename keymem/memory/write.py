@@ -108,19 +108,41 @@ def _key_vectors(graph: Parts, items: list[Item]) -> dict[str, np.ndarray]:
     return dict(zip(todo.keys(), vecs, strict=True))
 
 
+def _scope(tx: Tx) -> dict[str, Any]:
+    """What this write scope wrote so far, as its later steps need it.
+
+    A scope's reads see the store as it was before the scope on an engine that defers writes to
+    the commit (FalkorDB), and its own writes on one that runs them at once (LadybugDB), so the body
+    never reads back what it wrote: memories created (id -> namespace), their norm ids (-> result),
+    memories deleted and keys linked or deleted are kept here instead.
+    """
+    scope: dict[str, Any] | None = tx.scratch.get("write_scope")
+    if scope is None:
+        scope = tx.scratch["write_scope"] = {"created": {}, "norms": {}, "deleted": set(), "linked": set(),
+                                             "keys_deleted": set()}
+    return scope
+
+
 def _check_related(tx: Tx, ids: list[str], namespace: str) -> None:
     if not ids:
         return
-    rows = {r["m"]["id"]: r["m"] for r in tx.run("memory/get_many", ids=ids)}
+    created: dict[str, str] = _scope(tx)["created"]  # a batch item may name one written before it
+    stored = [mid for mid in ids if mid not in created]
+    rows = {r["m"]["id"]: r["m"]["namespace"] for r in tx.run("memory/get_many", ids=stored)} if stored else {}
+    rows.update((mid, created[mid]) for mid in ids if mid in created)
     for mid in ids:
-        m = rows.get(mid)
-        if m is None or m["namespace"] != namespace:
+        if rows.get(mid) != namespace or mid in _scope(tx)["deleted"]:
             raise NotFound(f"related_to: memory {mid} does not exist in namespace {shown(namespace)}")
 
 
 def _write_one(graph: Parts, tx: Tx, resolver: KeyResolver, it: Item, now: float,
                *, supersedes: str | None = None, depth: float = 0.0) -> RememberResult:
     nid = norm_id(it.namespace, it.content)
+    scope = _scope(tx)
+    if nid in scope["norms"]:  # the same content earlier in this batch
+        first: RememberResult = scope["norms"][nid]
+        keys = sorted(first.keys, key=lambda k: k.key)  # as memory/keys orders a new memory's (equal) links
+        return RememberResult(memory_id=first.memory_id, keys=keys, duplicate=True)
     dup = tx.run("memory/norm_get", id=nid)
     if dup:
         mid = dup[0]["memory_id"]
@@ -143,22 +165,31 @@ def _write_one(graph: Parts, tx: Tx, resolver: KeyResolver, it: Item, now: float
     if not graph.korean_stamped and has_hangul(joined):
         _stamp_korean(graph, tx)
     key_ids = list(dict.fromkeys(rk.key_id for rk in resolved))
+    # Never store a memory short of its keys: each key is created in this scope, or known to the
+    # mirror (the committed keys) or to the store, and not deleted earlier in this scope. Checked
+    # before linking, as a scope never reads back what it wrote (the link count arrives at commit).
+    created = {rk.key_id for rk in resolved if rk.created}
+    missing = [k for k in key_ids if k in scope["keys_deleted"] or (
+        k not in created and graph.mirror.key(k) is None and not tx.run("key/get", id=k))]
+    if missing:
+        raise StoreError(f"could not link memory to {len(missing)} of its keys (missing: {', '.join(missing)}); "
+                         "nothing was written")
     if graph.mirror.key_count() < LINK_SCAN_MAX_KEYS:
-        linked = int(tx.run("memory/link_keys", key_ids=key_ids, memory_id=mid, weight=LINK_INIT, now=now)[0]["n"])
+        tx.run("memory/link_keys", key_ids=key_ids, memory_id=mid, weight=LINK_INIT, now=now)
     else:
-        linked = sum(len(tx.run("link/create", key_id=key_id, memory_id=mid, weight=LINK_INIT, now=now))
-                     for key_id in key_ids)
-    if linked != len(key_ids):  # a key vanished under us: never store a memory short of its keys
-        missing = [k for k in key_ids if not tx.run("key/get", id=k)]
-        raise StoreError(f"could not link memory to {len(key_ids) - linked} of its keys "
-                         f"(missing: {', '.join(missing) or 'none found'}); nothing was written")
+        for key_id in key_ids:
+            tx.run("link/create", key_id=key_id, memory_id=mid, weight=LINK_INIT, now=now)
+    scope["linked"].update(key_ids)
     for other in it.related_to:
         tx.run("memory/relate", src=mid, dst=other, weight=RELATED_WEIGHT, now=now)
     graph.mirror.touch(tx, memories=[mid])  # keys new to the mirror are read with the memory's links
     tx.after_commit(lambda: graph.lexical.add(mid, "", it.namespace, tokens=terms))
     tx.after_commit(lambda: graph.memvecs.add_soon(mid, it.content))
     briefs = {rk.key_id: KeyBrief(key_id=rk.key_id, key=rk.text, key_type=rk.key_type) for rk in resolved}  # type: ignore[arg-type]
-    return RememberResult(memory_id=mid, keys=list(briefs.values()), duplicate=False)
+    result = RememberResult(memory_id=mid, keys=list(briefs.values()), duplicate=False)
+    scope["created"][mid] = it.namespace
+    scope["norms"][nid] = result
+    return result
 
 
 def _stamp_korean(graph: Parts, tx: Tx) -> None:
@@ -279,20 +310,28 @@ def correct(graph: Parts, request: CorrectRequest, source: dict[str, Any] | None
 
 
 def _delete(graph: Parts, tx: Tx, memory_id: str) -> None:
-    """Remove a memory, its links and the keys left with no memory."""
+    """Remove a memory, its links and the keys left with no memory.
+
+    The keys left with none are read before anything is deleted: those whose links all go to the
+    memories this scope deletes, less the keys it linked to a memory or deleted already.
+    """
+    scope = _scope(tx)
+    scope["deleted"].add(memory_id)
     key_ids = [r["key_id"] for r in tx.run("memory/keys", id=memory_id)]
+    candidates = [k for k in key_ids if k not in scope["linked"] and k not in scope["keys_deleted"]]
+    orphans = tx.run("key/orphaned_by", ids=candidates, gone=sorted(scope["deleted"])) if candidates else []
     tx.run("memory/norm_delete", memory_id=memory_id)
     tx.run("memory/clear_supersedes", id=memory_id)
     tx.run("link/memory_released", id=memory_id)  # its keys' counts of lasting links
     tx.run("memory/delete", id=memory_id)
     graph.mirror.touch(tx, memories=[memory_id])  # keys left orphaned are touched by delete_key
     tx.after_commit(lambda: graph.lexical.remove(memory_id))
-    if key_ids:
-        for orphan in tx.run("key/orphans_of", ids=key_ids):
-            delete_key(graph, tx, orphan["id"], orphan["namespace"])
+    for orphan in orphans:
+        delete_key(graph, tx, orphan["id"], orphan["namespace"])
 
 
 def delete_key(graph: Parts, tx: Tx, key_id: str, namespace: str) -> None:
+    _scope(tx)["keys_deleted"].add(key_id)
     tx.run("key/name_delete_for_key", key_id=key_id)
     tx.run("alias/delete_for_key", key_id=key_id)
     graph.aliases.touch(tx, [key_id])

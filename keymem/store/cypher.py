@@ -36,17 +36,27 @@ class Statement:
     # checks): each runs alone (Store._read), so it cannot exhaust the buffer pool under other
     # statements. The file says so with a "// keymem: heavy" line.
     heavy: bool = False
+    # True for statements that change the graph (a CREATE, MERGE, SET, DELETE or REMOVE clause), read
+    # from the text: on an engine that defers a write scope's writes to its commit (FalkorDB), these
+    # are the ones queued, and reads run at once against the state before the scope.
+    writes: bool = False
 
 
 _STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _TEMPLATE = re.compile(r"\{\{([a-z_]+)\}\}")
+_WRITE_CLAUSE = re.compile(r"\b(?:CREATE|MERGE|SET|DELETE|REMOVE|DROP)\b", re.I)
 
 
 def _strip(text: str) -> str:
     """Text with comments and string literals removed, so only real parameters remain."""
     return _STRING.sub("''", _COMMENT.sub(" ", text))
+
+
+def writes(text: str) -> bool:
+    """Whether a statement's text holds a clause that changes the graph (comments and strings aside)."""
+    return _WRITE_CLAUSE.search(_strip(text)) is not None
 
 
 def param_names(text: str) -> frozenset[str]:
@@ -94,7 +104,7 @@ def load(name: str, engine: str = DEFAULT_ENGINE) -> Statement:
     if ";" in _strip(text):
         raise ValueError(f"{name}.cypher holds several statements; use load_script")
     return Statement(name, text, param_names(text), prepare="keymem: no-prepare" not in raw,
-                     heavy="keymem: heavy" in raw)
+                     heavy="keymem: heavy" in raw, writes=writes(text))
 
 
 def load_script(name: str, engine: str = DEFAULT_ENGINE, **template: int) -> list[str]:
