@@ -108,3 +108,31 @@ def test_doctor_on_an_unreachable_falkordb_is_one_line_within_two_seconds(
     assert store.splitlines() == [f"  {url.replace('secret', '***')}: CANNOT REACH"], store
     assert out.returncode == 1 and "secret" not in out.stdout + out.stderr
     assert ("is unreachable" if server == "closed" else "no Sentinel of") in out.stderr
+
+
+def test_stats_and_doctor_through_a_daemon_on_falkordb(falkordb_server: FalkorServer, minilm_dir: Path) -> None:
+    """A real daemon serving a FalkorDB store: `keymem stats` and `keymem doctor` ask it, and show the
+    server's facts as the daemon sees them."""
+    from keymem.server import client
+    from tests.e2e.support import Keymem, keymem_env, private_dir
+
+    prefix = f"t{uuid.uuid4().hex[:12]}"
+    url = falkordb_server.url(prefix)
+    with private_dir() as d:
+        km = Keymem(d / "data", keymem_env(d / "data", minilm_dir, KEYMEM_STORE_URL=url))
+        try:
+            client.start_daemon(km.settings(), env=km.env).close()
+            km.wait_daemon_ready()
+            remembered = run_cli(["remember", "The staging database runs on FalkorDB", "-k", "staging"], km.env)
+            assert remembered.returncode == 0, remembered.stderr
+            data = json.loads(run_cli(["stats", "--json"], km.env).stdout)
+            assert data["served_by"] == "daemon" and data["counts"]["memories"] == 1
+            assert data["store"]["path"] == url and data["store"]["server"]["role"] == "master"
+            doctor = run_cli(["doctor"], km.env)
+        finally:
+            km.stop_all()
+            drop_graphs(falkordb_server, prefix)
+    store = doctor.stdout.split("\nstore:\n", 1)[1]
+    assert store.startswith("  engine: FalkorDB ") and "durability: appendonly yes" in store
+    assert f"graph {prefix}: opened by the daemon" in store and "(up to date)" in store, store
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
