@@ -190,9 +190,10 @@ def _namespace_of(graph: MemoryGraph, memory_id: str) -> str:
 
 # Left out of the digest: this store's own bookkeeping, which the same content on another store or engine
 # does not share. When each schema step ran here, the results of mutating calls kept an hour for client
-# retries (Request), and each memory's stored BM25 terms (a cache of the tokenizer's output, filled on
-# open when missing, as after an import).
-DIGEST_SKIPS_LABELS = frozenset({"Request"})
+# retries (Request), the change records daemons sharing a store catch up from (Change, ChangeHead:
+# written on a shared FalkorDB store only), and each memory's stored BM25 terms (a cache of the
+# tokenizer's output, filled on open when missing, as after an import).
+DIGEST_SKIPS_LABELS = frozenset({"Request", "Change", "ChangeHead"})
 DIGEST_SKIPS_PROPERTIES = {"KeymemMigration": frozenset({"applied_at"}), "Memory": frozenset({"terms"})}
 DIGEST_DIGITS = 15  # FalkorDB answers doubles with 15 significant digits
 
@@ -224,7 +225,9 @@ def store_digest(graph: MemoryGraph) -> dict[str, Any]:
     import hashlib
     import json
 
-    graph.access.flush()
+    access = getattr(graph, "access", None)  # a store-only view (the CLI's own open) has none
+    if access is not None:
+        access.flush()
 
     counts: Counter[str] = Counter()
     lines: list[str] = []

@@ -1,9 +1,14 @@
 """Export and import of a store as JSON Lines (``keymem export`` / ``keymem import``).
 
-The file is the portable form of the graph: every key with its aliases and type, every
-visible memory with its version chain, validity fields, source and TTL, every key-memory
-link with its weight and every memory-memory relation. Vectors are not exported: they
-depend on the embedding model, so concept keys are re-embedded on import.
+The file is the portable form of the graph: every key with its aliases, its pending aliases
+(queries counted towards a learned alias) and type, every visible memory with its version
+chain, validity fields, source and TTL, every key-memory link with its weight and every
+memory-memory relation. Vectors are not exported: they depend on the embedding model, so
+concept keys are re-embedded on import. A memory's stored BM25 terms (the key texts it was
+written with and its content, tokenised) travel with it when the tokenizer that made them is
+the one named in the header and they hold no Korean (whose terms depend on Kiwi's build): an
+import by a keymem with that tokenizer stores them as they were, so recall ranks alike on
+both sides; other memories are tokenised again from their keys and content.
 
 Import keeps ids as they are, which makes it idempotent (a record whose id exists is
 skipped, links are MERGEd), and validates the whole file before anything is written: a bad
@@ -34,7 +39,8 @@ if TYPE_CHECKING:
     from keymem.store.db import Store
 
 FORMAT = "keymem-export"
-VERSION = 1
+VERSION = 2  # 2: pending aliases, memory terms and the header's tokenizer
+READS = (1, 2)
 EMBED_BATCH = 64
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -50,8 +56,18 @@ def export_records(store: Store, namespace: str | None, now: float) -> Iterator[
     """The records of an export, header first, in a stable order (keys, memories, links, related)."""
     ns = "" if namespace is None else validate.namespace(namespace)
     scope = {"any_ns": namespace is None, "namespace": ns}
-    yield {"type": "header", "format": FORMAT, "version": VERSION, "namespace": namespace}
+    from keymem.text.tokenize import has_hangul, tokenizer_fingerprint
+
+    tokenizer = tokenizer_fingerprint()
+    stamp = store.query("meta/get", name="lexical_tokenizer")
+    current = bool(stamp) and stamp[0]["value"] == tokenizer  # the stored terms are this tokenizer's
+    yield {"type": "header", "format": FORMAT, "version": VERSION, "namespace": namespace,
+           "tokenizer": tokenizer if current else None}
     memories = store.query("io/export_memories", now=now, **scope)
+    for m in memories:
+        terms = m.pop("terms")
+        if current and terms is not None and not has_hangul(terms):
+            m["terms"] = terms
     kept = {m["id"] for m in memories}
     links = [link for link in store.query("io/export_links", **scope) if link["memory_id"] in kept]
     linked = {link["key_id"] for link in links}  # a key whose memories all expired goes with them
@@ -59,9 +75,14 @@ def export_records(store: Store, namespace: str | None, now: float) -> Iterator[
     for a in store.query("io/export_aliases", **scope):
         key_id = a.pop("key_id")
         aliases.setdefault(key_id, []).append(a)
+    pending: dict[str, list[dict[str, Any]]] = {}
+    for p in sorted(store.query("io/export_pending"), key=lambda p: p["id"]):
+        pending.setdefault(p.pop("key_id"), []).append(p)
     for k in store.query("io/export_keys", **scope):
         if k["id"] in linked:
-            yield {"type": "key", **k, "aliases": aliases.get(k["id"], [])}
+            # "pending" only when there are some: such a file stays readable by keymem versions before the field
+            extra = {"pending": pending[k["id"]]} if k["id"] in pending else {}
+            yield {"type": "key", **k, "aliases": aliases.get(k["id"], []), **extra}
     for m in memories:
         yield {"type": "memory", **m}
     for link in links:
@@ -134,12 +155,13 @@ def _only(rec: dict[str, Any], allowed: Iterable[str], lineno: int) -> None:
         raise _fail(lineno, f"unknown field(s) {shown(', '.join(sorted(extra)), quoted=False)}")
 
 
-KEY_FIELDS = ("id", "namespace", "text", "key_type", "created_at", "last_hit_at", "aliases")
+KEY_FIELDS = ("id", "namespace", "text", "key_type", "created_at", "last_hit_at", "aliases", "pending")
 ALIAS_FIELDS = ("id", "text", "learned", "hits", "created_at", "last_hit_at")
+PENDING_FIELDS = ("id", "query", "count", "last_at")
 MEMORY_FIELDS = (
     "id", "namespace", "content", "active", "created_at", "updated_at", "last_confirmed_at", "last_access_at",
     "access_count", "confirmation_count", "depth", "decay_profile", "ttl_seconds", "expires_at", "supersedes",
-    "superseded_by", "source", "evidence",
+    "superseded_by", "source", "evidence", "terms",
 )
 LINK_FIELDS = ("key_id", "memory_id", "weight", "created_at")
 RELATED_FIELDS = ("src", "dst", "weight", "created_at")
@@ -153,13 +175,15 @@ class ImportPlan:
     memories: list[dict[str, Any]] = field(default_factory=list)
     links: list[dict[str, Any]] = field(default_factory=list)
     related: list[dict[str, Any]] = field(default_factory=list)
+    tokenizer: str | None = None  # the exporting keymem's tokenizer, when the memories' terms are its
 
     def dump(self) -> dict[str, Any]:
-        return {"keys": self.keys, "memories": self.memories, "links": self.links, "related": self.related}
+        return {"keys": self.keys, "memories": self.memories, "links": self.links, "related": self.related,
+                "tokenizer": self.tokenizer}
 
     @classmethod
     def load(cls, data: dict[str, Any]) -> ImportPlan:
-        return cls(data["keys"], data["memories"], data["links"], data["related"])
+        return cls(data["keys"], data["memories"], data["links"], data["related"], data.get("tokenizer"))
 
     @property
     def size(self) -> int:
@@ -198,8 +222,33 @@ def _key(rec: dict[str, Any], n: int) -> dict[str, Any]:
     return {
         "id": _ident(rec, "id", "k", n), "namespace": ns, "text": text, "key_type": key_type,
         "created_at": _num(rec, "created_at", n), "last_hit_at": _num(rec, "last_hit_at", n, optional=True),
-        "aliases": out_aliases, "line": n,
+        "aliases": out_aliases, "pending": _pending(rec, n), "line": n,
     }
+
+
+def _pending(rec: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """A key record's pending aliases: ids are the key's id, U+001F and the normalised query; counts >= 1."""
+    pending = rec.get("pending", [])
+    if not isinstance(pending, list):
+        raise _fail(n, "pending must be a list")
+    out = []
+    for i, p in enumerate(pending):
+        if not isinstance(p, dict):
+            raise _fail(n, f"pending[{i}] must be an object")
+        try:
+            _only(p, PENDING_FIELDS, n)
+            pid = _str(p, "id", n)
+            if not isinstance(pid, str) or not pid.startswith(f"{rec.get('id')}\x1f"):
+                raise _fail(n, f"id {shown(pid)} must be the key's id, U+001F and the normalised query")
+            count = _int(p, "count", n)
+            if count < 1:
+                raise _fail(n, f"count must be at least 1, not {count}")
+            out.append({"id": pid, "query": _str(p, "query", n), "count": count,
+                        "last_at": _num(p, "last_at", n)})
+        except ImportError_ as exc:
+            raise ImportError_(str(exc).replace(": ", f": pending[{i}]: ", 1)) from None
+    return out
+
 
 
 def _memory(rec: dict[str, Any], n: int, max_chars: int) -> dict[str, Any]:
@@ -223,7 +272,7 @@ def _memory(rec: dict[str, Any], n: int, max_chars: int) -> dict[str, Any]:
         "supersedes": _ident(rec, "supersedes", "m", n, optional=True),
         "superseded_by": _ident(rec, "superseded_by", "m", n, optional=True),
         "source": _str(rec, "source", n, optional=True), "evidence": _str(rec, "evidence", n, optional=True),
-        "line": n,
+        "terms": _terms(rec, n), "line": n,
     }
     if not active and out["superseded_by"] is None:
         raise _fail(n, "an inactive memory must name the version that superseded it (superseded_by)")
@@ -235,6 +284,14 @@ def _memory(rec: dict[str, Any], n: int, max_chars: int) -> dict[str, Any]:
         except ValueError:
             raise _fail(n, "source must hold a JSON object as text") from None
     return out
+
+
+def _terms(rec: dict[str, Any], n: int) -> str | None:
+    """A memory's stored BM25 terms, joined by U+001F as the store keeps them (the empty string: none)."""
+    v = rec.get("terms")
+    if v is not None and not isinstance(v, str):
+        raise _fail(n, f"terms must be a string, not {shown(v)}")
+    return v
 
 
 def parse_lines(lines: Iterable[str], *, max_content_chars: int = 100_000) -> ImportPlan:
@@ -256,8 +313,11 @@ def parse_lines(lines: Iterable[str], *, max_content_chars: int = 100_000) -> Im
         if not header:
             if kind != "header" or rec.get("format") != FORMAT:
                 raise _fail(n, f"the first record must be the {FORMAT} header; is this a keymem export?")
-            if rec.get("version") != VERSION:
-                raise _fail(n, f"export format version {shown(rec.get('version'))} is not supported (this keymem reads {VERSION})")
+            if rec.get("version") not in READS:
+                raise _fail(n, f"export format version {shown(rec.get('version'))} is not supported "
+                               f"(this keymem reads {' and '.join(map(str, READS))})")
+            tokenizer = rec.get("tokenizer")
+            plan.tokenizer = tokenizer if isinstance(tokenizer, str) else None
             header = True
             continue
         if kind == "key":
@@ -368,7 +428,12 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
     norm_taken = {r["id"]: r["memory_id"] for r in store.query("io/norm_ids", ids=list(norms))}
     alias_ids = [a["id"] for k in new_keys for a in k["aliases"]]
     existing_aliases = {r["id"] for r in store.query("io/alias_ids", ids=alias_ids)} if alias_ids else set()
-    lexical: list[tuple[str, str, str]] = []
+    pending_ids = [p["id"] for k in new_keys for p in k.get("pending", [])]
+    existing_pending = {r["id"] for r in store.query("io/pending_ids", ids=pending_ids)} if pending_ids else set()
+    lexical: list[tuple[str, str | list[str], str]] = []
+    from keymem.text.tokenize import TERMS_SEP, tokenizer_fingerprint
+
+    same_tokenizer = plan.tokenizer is not None and plan.tokenizer == tokenizer_fingerprint()
     total, done = plan.size, 0
 
     def tick(n: int = 1) -> None:
@@ -377,7 +442,8 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
         if progress and (done % 200 == 0 or done == total):
             progress("writing", done, total)
 
-    with store.write() as tx:
+    # bulk: on FalkorDB sent in queries of BULK_STATEMENTS as it goes (docs/engines.md), on LadybugDB one transaction
+    with store.write(bulk=True) as tx:
         for k in new_keys:
             norm = normalize_text(k["text"])
             tx.run("io/key_create", id=k["id"], namespace=k["namespace"], text=k["text"], norm=norm,
@@ -402,6 +468,9 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
                 add_literal_name(tx, k["namespace"], a["text"], k["id"])
                 taken[anid] = k["id"]
                 report["aliases_created"] += 1
+            for p in k.get("pending", []):
+                if p["id"] not in existing_pending:
+                    tx.run("io/pending_create", key_id=k["id"], **p)
             tick()
         tick(len(plan.keys) - len(new_keys))
         for m in plan.memories:
@@ -415,6 +484,8 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
             else:
                 mem_map[m["id"]] = m["id"]
                 params = {f: m[f] for f in MEMORY_FIELDS}
+                if not same_tokenizer:
+                    params["terms"] = None  # tokenised again at the next open, and for the index below
                 tx.run("io/memory_create", norm=normalize_text(m["content"]), **params)
                 if m["active"]:
                     tx.run("memory/norm_create", id=nid, memory_id=m["id"])
@@ -440,7 +511,10 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
             if m["supersedes"] is not None and mem_map[m["id"]] == m["id"] and mem_map[m["supersedes"]] == m["supersedes"]:
                 tx.run("io/supersedes_merge", new_id=m["id"], old_id=m["supersedes"], at=m["created_at"])
             if m["active"] and m["id"] not in existing_mems and mem_map[m["id"]] == m["id"]:
-                lexical.append((m["id"], " ".join([*key_texts.get(m["id"], []), m["content"]]), m["namespace"]))
+                if same_tokenizer and m["terms"] is not None:
+                    lexical.append((m["id"], m["terms"].split(TERMS_SEP) if m["terms"] else [], m["namespace"]))
+                else:
+                    lexical.append((m["id"], " ".join([*key_texts.get(m["id"], []), m["content"]]), m["namespace"]))
         tx.after_commit(lambda: graph.lexical.add_many(lexical))
         tx.after_commit(graph.mirror.load)
     graph.vectors.maybe_switch()

@@ -116,6 +116,14 @@ class Target:
                 from keymem.memory.graph import MemoryGraph
 
                 self.local = MemoryGraph.open(s, progress=sys.stderr.isatty())
+            elif s.store_url:  # a server engine: the factory opens it (read-only refuses writes there)
+                from keymem.store import migrations
+                from keymem.store.factory import open_store
+
+                store = open_store(s, read_only=not self.write)
+                if self.write:
+                    migrations.migrate(store)
+                self.local = StoreView(s, store)
             else:
                 from keymem.store import migrations
                 from keymem.store.db import Store
@@ -155,7 +163,12 @@ class Target:
             pid = (self.daemon_info or {}).get("pid")
             return f"the keymem daemon (pid {pid})"
         mode = "read-write" if self.write else "read-only"
-        return f"{self.settings.db_path} ({mode}, no daemon running)"
+        place: Any = self.settings.db_path
+        if self.settings.store_url:
+            from keymem.engine_url import parse_store_url
+
+            place = parse_store_url(self.settings.store_url).shown()  # the password left out
+        return f"{place} ({mode}, no daemon running)"
 
     def reopen(self, *, write: bool) -> None:
         """Switch a local store between read-only and read-write (the console's ``:write``)."""

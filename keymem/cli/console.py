@@ -394,9 +394,11 @@ class Console:
                 tables = self.load_schema()["tables"]
                 rows = [[t["name"], t["type"], len(t["properties"])] for t in tables]
                 typer.echo(render_table(["table", "type", "properties"], rows, self.width()))
+                self.notes()
             elif cmd == "schema":
                 self.schema = None  # a :write session may have changed it
                 typer.echo(self.schema_text(arg))
+                self.notes()
             elif cmd == "explain":
                 if not arg:
                     self.error("usage: :explain QUERY")
@@ -426,6 +428,11 @@ class Console:
         except KeymemError as exc:
             self.error(f"Error: {exc}")
         return True
+
+    def notes(self) -> None:
+        """One line each for what the engine cannot list (FalkorDB: declared columns, functions)."""
+        for note in self.load_schema().get("notes", []):
+            typer.echo(f"note: {note}", err=True)
 
     def schema_text(self, only: str = "") -> str:
         from keymem.errors import shown

@@ -105,11 +105,12 @@ and dotted purple edges are `related_to` relations. Click a node for its details
 `keymem snapshot DIR` writes a consistent copy of the store for
 [LadybugDB Explorer](explorer.md).
 
-`keymem export FILE.jsonl` / `keymem import FILE.jsonl` move a store between machines or
-embedding models: the file holds every key (type, aliases), every memory (version chain,
-validity fields, source, TTL) and every link with its weight, but no vectors: concept keys
-are re-embedded on import. Import validates every line before writing anything and is
-idempotent.
+`keymem export FILE.jsonl` / `keymem import FILE.jsonl` move a store between machines,
+embedding models or engines (`KEYMEM_STORE_URL`, see engines.md): the file holds every key
+(type, aliases, pending aliases), every memory (version chain, validity fields, source, TTL)
+and every link with its weight, but no vectors: concept keys are re-embedded on import.
+Import validates every line before writing anything and is idempotent. Both print the store
+digest on stderr; a whole export imported into an empty store prints the same one.
 """
 
 

@@ -118,6 +118,13 @@ def cypher_run(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
         word = "CALL <setting> =" if _SETTING.match(query) else word
         raise InvalidInput(f"read-only console: {word} statements are refused (use --write or :write on)")
     store = graph.store
+    if store.capabilities.engine == "falkordb":  # GRAPH.RO_QUERY instead of a read-only transaction
+        from keymem.cli import console_falkordb
+
+        out, wrote = console_falkordb.run(store, query, write=write, first_word=word, max_rows=MAX_ROWS)
+        if wrote:
+            graph.reload_caches()
+        return out
     started = time.perf_counter()
     if write:
         with store.exclusive() as conn:  # holds keymem's writer, so no tool call writes meanwhile
@@ -260,8 +267,14 @@ def cypher_expand(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 @daemon_method
 def cypher_schema(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """Tables with their properties (and a rel's endpoints), plus function names for completion."""
+    """Tables with their properties (and a rel's endpoints), plus function names for completion.
+
+    On FalkorDB, labels and relationship types, and ``notes`` naming what that engine cannot list."""
     store = graph.store
+    if store.capabilities.engine == "falkordb":
+        from keymem.cli import console_falkordb
+
+        return console_falkordb.schema(store)
     tables = []
     for t in store.query("console/tables"):
         props = store.raw(_filled("console/table_info", t["name"]))
@@ -389,6 +402,14 @@ def check(graph: Any, params: dict[str, Any]) -> list[str]:
     return check_invariants(graph)
 
 
+@daemon_method
+def digest(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """The store digest (counts per table, one sha256), alike on both engines: export and import print it."""
+    from keymem.admin.invariants import store_digest
+
+    return store_digest(graph)
+
+
 # -- viz ------------------------------------------------------------------------------------------
 
 
@@ -474,5 +495,6 @@ def viz_data(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
 OPS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "cypher_run": cypher_run, "cypher_schema": cypher_schema, "cypher_expand": cypher_expand, "snapshot": snapshot,
     "stats": stats,
-    "export": export, "import_records": import_records, "check": check, "viz_data": viz_data,
+    "export": export, "import_records": import_records, "check": check, "digest": digest,
+    "viz_data": viz_data,
 }

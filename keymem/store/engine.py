@@ -221,8 +221,9 @@ def _literal(path: Path) -> str:
 def digest(conn: Any) -> dict[str, Any]:
     """Row counts per table and one sha256 over every node, edge and key vector (either engine).
 
-    The same statements and hashing as :func:`keymem.admin.invariants.store_digest`, on a bare
-    connection, so both sides of a move are digested alike.
+    On a bare connection, so both sides of a move of the file are digested alike: every row as the
+    engine orders it, with each schema step's time. (:func:`keymem.admin.invariants.store_digest`, the
+    digest across engines, orders rows itself and leaves that bookkeeping out.)
     """
     import hashlib
 

@@ -38,6 +38,8 @@ def cli_env(settings: Settings, minilm_dir: Path, **extra: str) -> dict[str, str
         "KEYMEM_RERANK": "false", "KEYMEM_DAEMON": "off", "KEYMEM_EMBED_THREADS": "1",
         "KEYMEM_BUFFER_POOL_MB": "128", "HF_HUB_OFFLINE": "1", "COLUMNS": "120", "LINES": "40",
     })
+    if settings.store_url:  # the test's engine (tests/conftest_engines.py)
+        env["KEYMEM_STORE_URL"] = settings.store_url
     env.update(extra)
     return env
 

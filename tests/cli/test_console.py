@@ -1,10 +1,13 @@
-"""The Cypher console: statement splitting, tables, read-only refusal, and a real session in a pty."""
+"""The Cypher console: statement splitting, tables, read-only refusal, and a real session in a pty.
+
+The tests marked ``both_engines`` run on LadybugDB and FalkorDB (GRAPH.RO_QUERY refuses the writes there)."""
 
 from __future__ import annotations
 
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,18 @@ from keymem.cli import ops
 from keymem.cli.console import Step, disp_width, read_script, render_table, split_statements
 from keymem.errors import InvalidInput
 from tests.cli.conftest import KEYMEM, run_cli
+from tests.conftest_engines import ENGINES, engine_url
+
+both_engines = pytest.mark.parametrize("store_url", ENGINES, indirect=True)
+
+
+@pytest.fixture
+def store_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """LadybugDB, or each engine for a test marked ``both_engines``."""
+    if not hasattr(request, "param"):
+        yield None
+        return
+    yield from engine_url(request)
 
 
 def test_split_statements_respects_strings_and_comments() -> None:
@@ -32,6 +47,7 @@ def test_table_fits_the_terminal_width() -> None:
     assert "…" in render_table(["id", "content", "n"], rows, 60)
 
 
+@both_engines
 @pytest.mark.parametrize("query", [
     "CREATE (:Meta {name: 'x', value: 'y'})",
     "MATCH (k:Key) SET k.text = 'hacked'",
@@ -48,6 +64,9 @@ def test_table_fits_the_terminal_width() -> None:
     "CALL threads = 1",
     "CALL clear_warnings()",
     "CALL CREATE_VECTOR_INDEX('KeyVec', 'evil', 'vec')",
+    "CREATE INDEX FOR (k:Key) ON (k.text)",
+    "CALL db.idx.fulltext.createNodeIndex('Memory', 'content')",
+    "PROFILE MATCH (m:Memory) DETACH DELETE m",
 ])
 def test_read_only_refuses_mutations(graph: Any, populated: dict[str, str], query: str) -> None:
     before = graph.counts()
@@ -60,6 +79,7 @@ def test_read_only_refuses_mutations(graph: Any, populated: dict[str, str], quer
     assert ops.cypher_run(graph, {"query": "MATCH (k:Key) RETURN count(k) AS n"})["rows"] == [[len(texts)]]
 
 
+@both_engines
 def test_write_mode_runs_mutations(graph: Any, populated: dict[str, str]) -> None:
     ops.cypher_run(graph, {"query": "CREATE (:Meta {name: 'console', value: 'on'})", "write": True})
     assert graph.meta("console") == "on"
@@ -67,6 +87,7 @@ def test_write_mode_runs_mutations(graph: Any, populated: dict[str, str]) -> Non
     graph.remember(content="after a console write", keys=["console"])
 
 
+@both_engines
 def test_write_mode_reloads_what_recall_holds(graph: Any, populated: dict[str, str]) -> None:
     """A console write bypasses the domain layer; keymem re-reads its in-memory copies after it."""
     from keymem.admin.invariants import check_invariants
@@ -79,6 +100,7 @@ def test_write_mode_reloads_what_recall_holds(graph: Any, populated: dict[str, s
     assert check_invariants(graph) == []
 
 
+@both_engines
 def test_unbound_parameters_are_refused_even_in_write_mode(graph: Any, populated: dict[str, str]) -> None:
     """Kuzu drops an unbound $x silently (WHERE m.id = $x DELETE would delete every memory)."""
     before = graph.counts()
@@ -103,6 +125,36 @@ def test_errors_carry_the_engine_message_and_position(graph: Any) -> None:
     with pytest.raises(InvalidInput) as err:
         ops.cypher_run(graph, {"query": "MATCH (m:Memory) DETACH DELETE m"})
     assert str(err.value) == "read-only console: this statement would change the store; --write or :write on allows it"
+
+
+@both_engines
+def test_a_write_in_the_read_only_console_is_one_line(graph: Any, populated: dict[str, str]) -> None:
+    before = graph.counts()
+    for query in ("MATCH (m:Memory) DETACH DELETE m", "MATCH (k:Key) SET k.text = 'x'"):
+        with pytest.raises(InvalidInput) as err:
+            ops.cypher_run(graph, {"query": query})
+        assert str(err.value) == ("read-only console: this statement would change the store; "
+                                  "--write or :write on allows it")
+    assert graph.counts() == before
+    rows = ops.cypher_run(graph, {"query": "MATCH (k:Key) WHERE k.text = 'python' RETURN k.namespace AS ns ORDER BY ns"})
+    assert rows["columns"] == ["ns"] and rows["rows"] == [["default"], ["work"]]
+    plan = ops.cypher_run(graph, {"query": "EXPLAIN MATCH (k:Key) RETURN k.text"})
+    assert plan["columns"] == ["explain result"] and plan["rows"]
+
+
+@pytest.mark.parametrize("store_url", ["falkordb"], indirect=True)
+def test_falkordb_console_says_what_it_cannot_list(store_env: dict[str, Any]) -> None:
+    """:tables and :schema on FalkorDB: labels and types, one line each for table_info() and functions."""
+    out = run_cli(["cypher"], store_env["env"], input=":tables\n:schema Memory\n")
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"\| Memory +\| NODE", out.stdout) and re.search(r"\| LINKS +\| REL", out.stdout)
+    assert "NODE Memory" in out.stdout and "superseded_by" in out.stdout
+    notes = [line for line in out.stderr.splitlines() if line.startswith("note: ")]
+    assert any("schemaless" in n and "table_info" in n for n in notes)
+    assert any("no show_functions()" in n for n in notes)
+    out = run_cli(["cypher", "-c", "MATCH (m:Memory) DETACH DELETE m;"], store_env["env"])
+    assert out.returncode == 1 and out.stderr.strip().endswith("--write or :write on allows it")
+    assert len(out.stderr.strip().splitlines()) == 1
 
 
 def test_engine_messages_in_keymem_words() -> None:
@@ -159,6 +211,7 @@ def test_script_reader_reads_lines_as_the_console_does() -> None:
         Step("statement", "/* open\n:still a comment */ RETURN 1", 1), Step("command", ":help", 3)]
 
 
+@both_engines
 def test_script_runs_commands_and_statements_like_the_console(store_env: dict[str, Any], tmp_path: Any) -> None:
     env = store_env["env"]
     out = run_cli(["cypher"], env, input=":tables\n:help\n")  # piped stdin: not a terminal

@@ -1,21 +1,32 @@
-"""Export / import: full content, validation before writing, idempotency, round trip."""
+"""Export / import: full content, validation before writing, idempotency, round trip (both engines)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from keymem.admin import io
-from keymem.admin.invariants import check_invariants
+from keymem.admin.invariants import check_invariants, store_digest
 from keymem.memory.graph import MemoryGraph
 from keymem.settings import Settings
+from tests.conftest_engines import ENGINES, engine_url
+
+
+@pytest.fixture(params=ENGINES)
+def store_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    yield from engine_url(request)
 
 
 def _second_graph(settings: Settings, tmp_path: Path, embedder: Any, clock: Any) -> MemoryGraph:
+    """Another store on the same engine: a second data dir, or a second graph beside the test's own
+    (named ``<graph>.other``, deleted with it)."""
     other = settings.with_overrides(data_dir=tmp_path / "other")
+    if settings.store_url:
+        other = other.with_overrides(store_url=settings.store_url + ".other")
     return MemoryGraph.open(other, embedder=embedder, reranker=None, clock=clock, progress=False)
 
 
@@ -50,6 +61,7 @@ def test_round_trip_and_idempotent(graph: MemoryGraph, populated: dict[str, str]
         assert report["memories_created"] == len([x for x in first if '"type": "memory"' in x])
         assert check_invariants(other) == []
         assert io.export_lines(other.store, None, other.now()) == first
+        assert store_digest(other) == store_digest(graph)
         assert report["links_created"] == sum('"type": "link"' in x for x in first) and report["links_existing"] == 0
         assert report["related_created"] == 1 and report["related_existing"] == 0
         again = io.import_lines(other, first)
@@ -64,6 +76,30 @@ def test_round_trip_and_idempotent(graph: MemoryGraph, populated: dict[str, str]
         assert hits.dump()["keys"][0]["key"] == "python"
     finally:
         other.close()
+
+
+def test_pending_aliases_move_with_their_key(graph: MemoryGraph, populated: dict[str, str], settings: Settings,
+                                             tmp_path: Path, minilm_embedder: Any, clock: Any) -> None:
+    """A query counted towards a learned alias (recall routed it to a key, then a read) is exported with
+    its key and imported as it was, so the two stores digest alike."""
+    routed = graph.recall(query="snake coding language").dump()["keys"][0]
+    graph.read_memory(memory_id=populated["a"], via_key_id=routed["key_id"])
+    lines = io.export_lines(graph.store, None, graph.now())
+    key = next(json.loads(x) for x in lines if f'"id": "{routed["key_id"]}"' in x)
+    assert [p["query"] for p in key["pending"]] == ["snake coding language"] and key["pending"][0]["count"] == 1
+    other = _second_graph(settings, tmp_path, minilm_embedder, clock)
+    try:
+        io.import_lines(other, lines)
+        assert io.export_lines(other.store, None, other.now()) == lines
+        assert store_digest(other) == store_digest(graph)
+        assert check_invariants(other) == []
+    finally:
+        other.close()
+    key["pending"][0]["count"] = 0
+    bad = [json.dumps(key) if f'"id": "{routed["key_id"]}"' in x else x for x in lines]
+    at = next(i for i, x in enumerate(bad, start=1) if f'"id": "{routed["key_id"]}"' in x)
+    with pytest.raises(io.ImportError_, match=f"line {at}: pending\\[0\\]: count must be at least 1"):
+        io.parse_lines(bad)
 
 
 def test_import_into_populated_store_merges_by_name(graph: MemoryGraph, populated: dict[str, str],

@@ -1,0 +1,84 @@
+"""Moving a store between engines with the real CLI: `keymem export` from LadybugDB, `keymem import` into
+FalkorDB (KEYMEM_STORE_URL), and back into a fresh LadybugDB, each step printing the same store digest."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from keymem.memory.graph import MemoryGraph
+from keymem.settings import Settings
+from tests.cli.conftest import cli_env, populate, run_cli
+from tests.conftest_engines import FalkorServer, drop_graphs
+
+QUERIES = ["python version", "graph databases", "deploy friday", "snake coding language"]
+
+
+def _write_everything(settings: Settings, embedder: Any) -> dict[str, str]:
+    """Keys of every type, links, a relation, a version chain, a TTL, two namespaces, an alias (a near
+    spelling merged into its key) and a pending alias (a query that routed to a key, then a read)."""
+    g = MemoryGraph.open(settings, embedder=embedder, reranker=None, progress=False)
+    try:
+        ids = populate(g)
+        g.remember(content="FalkorDB is a graph database served by Redis", keys=["graph database", "redis"])
+        g.remember(content="Neo4j is another graph databases product", keys=["graph databases", "neo4j"])
+        first = g.recall(query="snake coding language").dump()["keys"][0]
+        g.read_memory(memory_id=ids["a"], via_key_id=first["key_id"])  # "language", a key of memory a
+    finally:
+        g.close()
+    return ids
+
+
+def _digest(out: Any) -> str:
+    lines = [x for x in out.stderr.splitlines() if x.startswith("store digest ")]
+    assert len(lines) == 1, out.stderr
+    return lines[0]
+
+
+def _recalls(env: dict[str, str]) -> list[Any]:
+    answers = []
+    for q in QUERIES:
+        out = run_cli(["recall", q, "--json"], env)
+        assert out.returncode == 0, out.stderr
+        answers.append(json.loads(out.stdout))
+    return answers
+
+
+def test_export_import_between_engines_keeps_the_digest(settings: Settings, minilm_dir: Path, minilm_embedder: Any,
+                                                        falkordb_server: FalkorServer, tmp_path: Path) -> None:
+    _write_everything(settings, minilm_embedder)
+    ladybug = cli_env(settings, minilm_dir)
+    prefix = f"t{uuid.uuid4().hex[:12]}"
+    falkor = cli_env(settings.with_overrides(data_dir=tmp_path / "falkor"), minilm_dir,
+                     KEYMEM_STORE_URL=falkordb_server.url(prefix))
+    back = cli_env(settings.with_overrides(data_dir=tmp_path / "back"), minilm_dir)
+    try:
+        out = run_cli(["export", str(tmp_path / "from-ladybug.jsonl")], ladybug)
+        assert out.returncode == 0, out.stderr
+        source = _digest(out)
+        exported = (tmp_path / "from-ladybug.jsonl").read_text(encoding="utf-8")
+        assert '"pending": [' in exported and '"aliases": [{' in exported and '"superseded_by": "m_' in exported
+
+        out = run_cli(["import", str(tmp_path / "from-ladybug.jsonl")], falkor)
+        assert out.returncode == 0, out.stderr
+        assert _digest(out) == source
+        assert "memories created 9" in out.stdout and "aliases created 1" in out.stdout
+
+        out = run_cli(["export", str(tmp_path / "from-falkordb.jsonl")], falkor)
+        assert out.returncode == 0, out.stderr
+        assert _digest(out) == source
+        out = run_cli(["import", str(tmp_path / "from-falkordb.jsonl")], back)
+        assert out.returncode == 0, out.stderr
+        assert _digest(out) == source
+
+        for env in (falkor, back):  # the moved stores hold what the source holds, and are healthy
+            out = run_cli(["cypher", "--format", "json", "-c", "MATCH (m:Memory) RETURN count(m) AS n;"], env)
+            assert out.returncode == 0 and json.loads(out.stdout) == [{"n": 9}], out.stderr
+        expected = _recalls(ladybug)
+        assert all(a["keys"] for a in expected)
+        assert _recalls(falkor) == expected
+        assert _recalls(back) == expected
+    finally:
+        drop_graphs(falkordb_server, prefix)
