@@ -18,6 +18,7 @@ from keymem.errors import StoreError
 from keymem.settings import SettingsError, load_settings
 from keymem.store.factory import open_store
 from keymem.store.falkor_connect import server_facts
+from tests.conftest_engines import free_port
 from tests.store.falkor_replicas import MASTER, replicated, wait_for_primary, wait_replicas_online
 
 
@@ -110,7 +111,8 @@ def test_a_primary_killed_after_acknowledged_writes_fails_over_and_keeps_them(
 
     with replicated(tmp_path / "servers", replicas=2, sentinel=True) as (primary, _, sentinel):
         assert sentinel is not None
-        url = f"falkordb+sentinel://127.0.0.1:{sentinel.port}/{MASTER}/failover"
+        down = free_port()  # a Sentinel that is down comes first: the client asks the next one
+        url = f"falkordb+sentinel://127.0.0.1:{down},127.0.0.1:{sentinel.port}/{MASTER}/failover"
         settings = _settings(tmp_path, url, falkordb_ack_replicas=1, falkordb_ack_timeout_ms=2000,
                              embedding_backend="local", local_embedding_model="minilm-l6-v2",
                              local_embedding_model_path=minilm_dir, rerank=False, embed_threads=1)
