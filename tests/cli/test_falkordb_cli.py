@@ -61,6 +61,12 @@ def test_the_commands_that_read_the_store_work_on_falkordb(falkordb_env: dict[st
     assert shown.returncode == 0 and "loved for readability" in shown.stdout, shown.stderr
     found = run_cli(["recall", "what linter does the python tooling use"], env)
     assert found.returncode == 0 and "ruff" in found.stdout, found.stderr
+    vocabulary = run_cli(["keys"], env)
+    assert vocabulary.returncode == 0 and "python" in vocabulary.stdout, vocabulary.stderr
+    page = Path(falkordb_env["settings"].data_dir) / "graph.html"
+    drawn = run_cli(["viz", "-o", str(page)], env)
+    assert drawn.returncode == 0 and "memories" in drawn.stdout and page.stat().st_size > 0, drawn.stderr
+    assert int(drawn.stdout.split(": ", 1)[1].split(" keys")[0]) >= 8, drawn.stdout
     refused = run_cli(["snapshot", str(Path(falkordb_env["settings"].data_dir) / "snap")], env)
     assert refused.returncode == 1 and "keymem export" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
