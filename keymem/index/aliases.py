@@ -27,6 +27,7 @@ class AliasIndex:
         self.store = store
         self._by_key: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
+        self._refreshing = threading.Lock()  # reads and changes of one refresh at a time (see GraphMirror)
         self._stale = True  # nothing read yet
 
     def load(self) -> None:
@@ -51,6 +52,10 @@ class AliasIndex:
         ids = sorted(set(key_ids))
         if not ids:
             return
+        with self._refreshing:
+            self._refresh(ids)
+
+    def _refresh(self, ids: list[str]) -> None:
         try:
             rows = self.store.query("key/aliases", ids=ids)
         except Exception:

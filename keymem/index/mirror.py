@@ -185,6 +185,9 @@ class GraphMirror:
             [settings.half_life_days(p) or np.inf for p in DECAY_PROFILES], dtype=np.float64)
         self._profile_code = {p: i for i, p in enumerate(DECAY_PROFILES)}
         self._lock = threading.RLock()
+        # One refresh at a time, from its reads to its last change: two refreshes of one row (a commit's,
+        # and a catch-up on another daemon's write) apply in the order they read, so the newer read wins.
+        self._refreshing = threading.Lock()
         self._stale = False
         self.failures = 0  # refreshes that failed and forced a full reload (should stay 0)
         self.compactions = 0  # overlay merges since the open (see _compact)
@@ -443,7 +446,8 @@ class GraphMirror:
     def refresh(self, memory_ids: Iterable[str], key_ids: Iterable[str]) -> None:
         """Re-read the given rows from the store; rows gone from it are removed here."""
         try:
-            self._refresh(sorted(set(memory_ids)), sorted(set(key_ids)))
+            with self._refreshing:
+                self._refresh(sorted(set(memory_ids)), sorted(set(key_ids)))
         except Exception:
             log.exception("mirror refresh failed; reloading it on next use")
             self.failures += 1
