@@ -98,19 +98,6 @@ def stop_falkordb(server: FalkorServer) -> None:
         server.process.wait(timeout=10)
 
 
-NOT_ATOMIC = ("FalkorDB has no multi-statement transactions yet: a write scope failing after a write keeps it "
-              "(Capabilities.atomic_write_scope, keymem/store/falkordb.py)")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test marked ``atomic_writes`` is a strict expected failure on FalkorDB: it must start passing
-    (and lose the mark) once that engine's write scope rolls back whole."""
-    for item in items:
-        spec = getattr(item, "callspec", None)
-        if item.get_closest_marker("atomic_writes") and spec is not None and spec.params.get("store_url") == "falkordb":
-            item.add_marker(pytest.mark.xfail(strict=True, reason=NOT_ATOMIC))
-
-
 @pytest.fixture(scope="session")
 def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FalkorServer]:
     server = start_falkordb(tmp_path_factory.mktemp("falkordb"))

@@ -185,7 +185,8 @@ class RequestLog:
 
     def _expire(self, before: float) -> int:
         with self.store.write() as tx:
-            n = int(tx.run("request/expire", before=before)[0]["n"])
+            done = tx.run("request/expire", before=before)
+        n = int(done[0]["n"])  # a write's rows are read once its scope committed
         with self._rows_lock:
             self._rows = None
         return n

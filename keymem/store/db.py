@@ -28,8 +28,8 @@ from keymem.store.gate import Gate
 
 log = logging.getLogger("keymem.store")
 
-LADYBUG = Capabilities(engine="ladybug", atomic_write_scope=True, vector_index=True, prepared_statements=True,
-                       checkpoint=True, stable_node_ids=True, local_file=True)
+LADYBUG = Capabilities(engine="ladybug", atomic_write_scope=True, deferred_writes=False, vector_index=True,
+                       prepared_statements=True, checkpoint=True, stable_node_ids=True, local_file=True)
 
 
 def _rows(result: Any) -> list[Row]:
@@ -570,8 +570,12 @@ class Store:
 
     # -- writes ------------------------------------------------------------------
     @contextlib.contextmanager
-    def write(self) -> Iterator[Tx]:
-        """One atomic write transaction; any exception rolls everything back."""
+    def write(self, *, bulk: bool = False) -> Iterator[Tx]:
+        """One atomic write transaction; any exception rolls everything back.
+
+        ``bulk`` marks a scope too large to send as one query on an engine that defers its writes
+        (FalkorDB sends it in chunks); here it is one transaction all the same.
+        """
         if self.read_only:
             raise StoreError("the store is open read-only")
         self._check()

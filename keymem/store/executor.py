@@ -21,14 +21,66 @@ class Capabilities:
     """What an engine does, as the layers above the executor may rely on it."""
 
     engine: str  # "ladybug" | "falkordb": which cypher/engines/<engine>/ overrides apply
-    # A write scope's statements commit together or not at all (LadybugDB's transactions). Without it
-    # each statement is atomic alone (FalkorDB) and a body failing after a write leaves that write.
+    # A write scope's statements commit together or not at all: LadybugDB's transactions; FalkorDB's
+    # scope sent as one query at its end (keymem/store/compose.py).
     atomic_write_scope: bool
+    # A write scope's writes run at its end (FalkorDB): reads in the scope see the state before it, and
+    # a write's rows (PendingRows) can be read only once the scope committed. Write bodies are written
+    # so that they are correct either way: they never read back what the same scope wrote.
+    deferred_writes: bool
     vector_index: bool  # an HNSW index keymem builds and searches (LadybugDB's VECTOR extension)
     prepared_statements: bool  # statements are prepared once per connection and rebound
     checkpoint: bool  # committed writes are held in memory until a CHECKPOINT the store runs
     stable_node_ids: bool  # a deleted node's internal id is never given to a new node
     local_file: bool  # the store is a file on this machine (backup copies it, size reads it)
+
+
+class PendingRows(list[Row]):
+    """The rows of a write queued until its scope's end: filled at commit, refused before.
+
+    A body reading them inside its scope would read nothing on an engine that defers writes; the
+    error says so at once (on every engine's tests that run with deferred writes) instead of a wrong
+    answer. After the scope they read as a plain list.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.ready = False
+
+    def fill(self, rows: list[Row]) -> None:
+        list.extend(self, rows)
+        self.ready = True
+
+    def _check(self) -> None:
+        if not self.ready:
+            raise RuntimeError(f"the rows of {self.name} are read inside their write scope; a write's rows "
+                               "arrive when the scope commits (Capabilities.deferred_writes)")
+
+    def __len__(self) -> int:
+        self._check()
+        return list.__len__(self)
+
+    def __bool__(self) -> bool:
+        self._check()
+        return list.__len__(self) > 0
+
+    def __iter__(self) -> Iterator[Row]:
+        self._check()
+        return list.__iter__(self)
+
+    def __getitem__(self, index: Any) -> Any:
+        self._check()
+        return list.__getitem__(self, index)
+
+    def __eq__(self, other: object) -> bool:
+        self._check()
+        return list.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return list.__repr__(self) if self.ready else f"<rows of {self.name}, pending until commit>"
 
 
 class Executor(Protocol):

@@ -11,15 +11,15 @@ FalkorDB is a Redis module speaking openCypher. What differs from LadybugDB, and
   here keeps them between statements; whole-label reads page by id range within one load only.
 * The Python client sends parameters as text in the query header (:func:`_check_text` refuses a
   NUL, which would cut the header short); doubles come back with 15 significant digits.
-* No multi-statement transactions. One ``GRAPH.QUERY`` is atomic (a statement failing at run time
-  is undone by the engine), and :meth:`FalkorStore.write` serialises this process's writes behind
-  its lock, so a write scope is isolated from this process's other writes and each statement in it
-  is all-or-nothing, but a body that fails after a statement wrote leaves that statement's effect
-  (``Capabilities.atomic_write_scope`` is False; logged as an error). Redis has no rollback: MULTI/EXEC
-  would isolate the statements from other clients but cannot undo the ones before a failure, and
-  it answers a statement only at EXEC, while keymem's write bodies read their own writes
-  (``memory/link_keys``' count, ``alias/pending_bump``'s count, keys created earlier in the body).
-  Deferred writes with those values computed in Python are the way to atomic scopes on this engine.
+* No multi-statement transactions, but one ``GRAPH.QUERY`` is atomic (a query failing at run time
+  is undone whole). So a write scope defers its writes (``Capabilities.deferred_writes``): a
+  statement that writes is queued (its rows, a ``PendingRows``, arrive at commit), reads run at once
+  against the graph as it was before the scope, and at the scope's end, after its ``before_commit``
+  callables, the queue is sent as one query of ``CALL {}`` subqueries (:mod:`keymem.store.compose`).
+  The scope is applied whole or not at all (``atomic_write_scope``). A query plans its matches on the
+  labels and relationship types the graph holds, so they are all created once per graph first
+  (:meth:`FalkorExecutor.register_names`). Index changes cannot be part of a query and run alone; a
+  bulk scope (``Store.write(bulk=True)``) is sent in chunks of ``BULK_STATEMENTS``.
 """
 
 from __future__ import annotations
@@ -36,22 +36,23 @@ from typing import Any
 from keymem.engine_url import FalkorURL
 from keymem.errors import StoreError
 from keymem.store import cypher, falkor_connect
+from keymem.store.compose import Queued, compose, is_schema_change, names_query, rows_at
 from keymem.store.db import KEEP_BACKUPS, Store, Tx, _stamp
-from keymem.store.executor import Capabilities, Row
+from keymem.store.executor import Capabilities, PendingRows, Row
 from keymem.store.falkor_connect import AckPolicy
 
 log = logging.getLogger("keymem.store")
 
 ENGINE = "falkordb"
-FALKORDB = Capabilities(engine=ENGINE, atomic_write_scope=False, vector_index=False, prepared_statements=False,
-                        checkpoint=False, stable_node_ids=False, local_file=False)
-
-
-_CHANGES = ("nodes_created", "nodes_deleted", "properties_set", "properties_removed", "relationships_created",
-            "relationships_deleted", "labels_added", "labels_removed", "indices_created", "indices_deleted")
+FALKORDB = Capabilities(engine=ENGINE, atomic_write_scope=True, deferred_writes=True, vector_index=False,
+                        prepared_statements=False, checkpoint=False, stable_node_ids=False, local_file=False)
+# A bulk scope (Store.write(bulk=True): import, re-embedding) is sent in queries of this many statements:
+# planning one query grows faster than linearly with its subqueries (docs/engines.md).
+BULK_STATEMENTS = 2000
 
 
 _TABLE = re.compile(r"CREATE\s+(?:NODE|REL)\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s*\((.*?)\)\s*$", re.S | re.I)
+_KIND = re.compile(r"CREATE\s+(NODE|REL)\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.I)
 _ADD = re.compile(r"ALTER\s+TABLE\s+(\w+)\s+ADD\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.I)
 _DROP = re.compile(r"ALTER\s+TABLE\s+(\w+)\s+DROP\s+(?:IF\s+EXISTS\s+)?(\w+)", re.I)
 
@@ -75,6 +76,19 @@ def schema_columns() -> dict[str, tuple[str, ...]]:
             elif m := _DROP.match(stmt):
                 out[m.group(1)] = [c for c in out.get(m.group(1), []) if c != m.group(2)]
     return {name: tuple(cols) for name, cols in out.items()}
+
+
+@cache
+def schema_names() -> tuple[list[str], list[str]]:
+    """The node labels and relationship types of the shared (LadybugDB) schema steps."""
+    labels: list[str] = []
+    types: list[str] = []
+    steps = [f"schema/{p.stem}" for p in sorted((cypher.cypher_root() / "schema").glob("[0-9][0-9][0-9]_*.cypher"))]
+    for step in [*steps, "vectors/create_table"]:
+        for stmt in cypher.load_script(step, dim=1):
+            if m := _KIND.match(stmt):
+                (labels if m.group(1).upper() == "NODE" else types).append(m.group(2))
+    return sorted(set(labels)), sorted(set(types))
 
 
 def _entity(labels: list[str], props: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +134,11 @@ def _check_text(params: dict[str, Any]) -> None:
 class FalkorExecutor:
     """Statements on one graph of a FalkorDB server (FalkorDB's :class:`~keymem.store.executor.Executor`).
 
-    The client's connection pool is thread-safe, so one executor serves every thread.
+    The client's connection pool is thread-safe, so one executor serves every thread. Between
+    :meth:`begin` and :meth:`commit` (a write scope, on the thread that holds the store's writer) a
+    statement that writes is queued and its rows are a :class:`PendingRows`; reads run at once, against
+    the graph as it was before the scope. :meth:`commit` sends the queue as one query
+    (:mod:`keymem.store.compose`), so the scope's writes are applied whole or not at all.
     """
 
     capabilities = FALKORDB
@@ -129,11 +147,13 @@ class FalkorExecutor:
         self.graph = graph
         self.where = where
         self._local = threading.local()
+        self.names_ready = False  # every label and relationship type exists in the graph (register_names)
+        self.commits = 0  # composed queries sent (scopes that wrote, and bulk scopes' chunks)
 
     @property
-    def wrote(self) -> int:
-        """Statements that changed the graph on this thread since :meth:`begin`."""
-        return int(getattr(self._local, "wrote", 0))
+    def _queue(self) -> list[Queued] | None:
+        queue: list[Queued] | None = getattr(self._local, "queue", None)
+        return queue
 
     def _query(self, text: str, params: dict[str, Any] | None, name: str) -> list[Row]:
         import redis
@@ -146,14 +166,25 @@ class FalkorExecutor:
             raise StoreError(f"FalkorDB refused {name}: {str(exc).strip().splitlines()[0]}") from exc
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
             raise StoreError(f"the FalkorDB server {self.where} did not answer ({exc})") from exc
-        if any(getattr(result, stat) for stat in _CHANGES):
-            self._local.wrote = self.wrote + 1
         names = [column[1] for column in result.header]
         return [dict(zip(names, (_plain(v) for v in values), strict=True)) for values in result.result_set]
+
+    def _defer(self, name: str, text: str, params: dict[str, Any]) -> list[Row]:
+        queue = self._queue
+        assert queue is not None
+        if params:
+            _check_text(params)  # refused at the statement, not at the scope's end
+        rows = PendingRows(name)
+        queue.append(Queued(name, text, params, rows))
+        if self.bulk and len(queue) >= BULK_STATEMENTS:
+            self._send()
+        return rows
 
     def run(self, name: str, params: dict[str, Any]) -> list[Row]:
         stmt = cypher.load(name, ENGINE)
         cypher.check_params(stmt, params)
+        if stmt.writes and self._queue is not None:
+            return self._defer(name, stmt.text, params)
         return self._query(stmt.text, params, name)
 
     def stream(self, name: str, params: dict[str, Any]) -> Iterator[Row]:
@@ -161,16 +192,63 @@ class FalkorExecutor:
         yield from self.run(name, params)
 
     def raw(self, text: str, params: dict[str, Any] | None = None) -> list[Row]:
+        """A statement not in ``cypher/``. In a write scope a write is queued like any other, except an
+        index or constraint change, which cannot be part of a query: what is queued is sent first, then it
+        runs alone (schema steps, which are recorded only after they ran)."""
+        if self._queue is not None and cypher.writes(text):
+            if not is_schema_change(text):
+                return self._defer("a statement", text, dict(params or {}))
+            self._send()
         return self._query(text, params, "a statement")
 
-    def begin(self) -> None:
-        self._local.wrote = 0
+    @property
+    def bulk(self) -> bool:
+        return bool(getattr(self._local, "bulk", False))
+
+    def begin(self, *, bulk: bool = False) -> None:
+        self._local.queue = []
+        self._local.bulk = bulk
 
     def commit(self) -> None:
-        """Nothing to do: each statement was committed when it ran."""
+        """Send what the scope queued as one query; the scope ends either way."""
+        try:
+            self._send()
+        finally:
+            self._local.queue = None
 
     def rollback(self) -> None:
-        """Nothing can be undone (see the module's docstring); the store logs what stays."""
+        """Drop what the scope queued: nothing of it reached the graph."""
+        self._local.queue = None
+
+    def _send(self) -> None:
+        queue = self._queue
+        if not queue:
+            return
+        if not self.names_ready:
+            self.register_names()
+        text, params, paths = compose(queue)
+        names = sorted({q.name for q in queue})
+        what = f"a write of {len(queue)} statement(s) ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})"
+        answer = self._query(text, params, what)
+        self.commits += 1
+        returned = answer[0].get("rows") if answer else None
+        for i, q in enumerate(queue):
+            q.rows.fill(rows_at(returned, paths[i]) if i in paths else [])
+        queue.clear()
+
+    def register_names(self) -> None:
+        """Create every label and relationship type keymem uses, once per graph (then delete the rows).
+
+        A query matches only the labels and types the graph held when it was planned, so a composed
+        scope that creates the first ``Key`` and then links it would otherwise find no key.
+        """
+        labels, types = schema_names()
+        known = {r["label"] for r in self._query("CALL db.labels() YIELD label RETURN label", None, "db.labels")}
+        known_types = {r["t"] for r in self._query("CALL db.relationshipTypes() YIELD relationshipType "
+                                                    "RETURN relationshipType AS t", None, "db.relationshipTypes")}
+        if not set(labels) <= known or not set(types) <= known_types:
+            self._query(names_query(labels, types), None, "the schema's names")
+        self.names_ready = True
 
 
 class FalkorStore(Store):
@@ -241,23 +319,27 @@ class FalkorStore(Store):
 
     # -- writes ------------------------------------------------------------------------
     @contextlib.contextmanager
-    def write(self) -> Iterator[Tx]:
-        """A write scope: isolated from this process's other writes, each statement atomic alone."""
+    def write(self, *, bulk: bool = False) -> Iterator[Tx]:
+        """A write scope, applied whole or not at all: its writes are queued and sent as one query at its end
+        (after the ``before_commit`` callables), reads in it see the graph as it was before it.
+
+        ``bulk`` (import, re-embedding): sent in queries of ``BULK_STATEMENTS`` statements as it goes, so
+        a failure keeps the chunks sent before it (each chunk whole).
+        """
         if self.read_only:
             raise StoreError("the store is open read-only")
         self._check()
         with self._write_lock:
             executor = self._conn()
-            executor.begin()
+            executor.begin(bulk=bulk)
             tx = Tx(executor)
             try:
                 yield tx
                 tx.finish()
             except BaseException:
-                if executor.wrote:
-                    log.error("a write on FalkorDB failed after %d statement(s) had changed the graph; FalkorDB "
-                              "has no multi-statement transactions, so those changes stay", executor.wrote)
+                executor.rollback()
                 raise
+            executor.commit()
             self._local.commits = self.thread_commits() + 1
         for fn in tx.callbacks:
             try:
@@ -325,6 +407,7 @@ class FalkorStore(Store):
     def drop(self) -> None:
         """Delete the whole graph (tests, `keymem` tools that start over); its backups stay."""
         with self._write_lock, contextlib.suppress(Exception):
+            self.executor.names_ready = False
             self.executor.graph.delete()
 
     def close(self) -> None:
@@ -333,4 +416,5 @@ class FalkorStore(Store):
         self._closed = True
         with contextlib.suppress(Exception):
             self.client.close()
+
 

@@ -83,6 +83,46 @@ def test_batch_is_atomic(graph: MemoryGraph) -> None:
     assert len(acme) == 1  # one key reused inside the batch
 
 
+def test_a_batch_item_relates_to_a_memory_an_earlier_item_writes(graph: MemoryGraph,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """One batch: the second item names the first item's new memory in related_to, and the third repeats the
+    first. Every engine answers the same (a scope's body never reads back what it wrote)."""
+    from keymem.memory import write
+
+    ids = iter(f"m_{i:020x}" for i in range(1, 100))
+    monkeypatch.setattr(write, "new_id", lambda prefix: next(ids))
+    first = "m_" + f"{1:020x}"
+    res = graph.remember_batch([
+        {"content": "Mina adopted a cat named Tofu", "keys": ["Mina", "cat"], "key_types": ["name", "concept"]},
+        {"content": "Tofu sleeps on the piano", "keys": ["Tofu", "piano"], "related_to": [first]},
+        {"content": "mina adopted a cat named tofu", "keys": ["pets"]},
+    ])
+    assert [r.memory_id for r in res.results] == [first, "m_" + f"{2:020x}", first]
+    assert [r.duplicate for r in res.results] == [False, False, True]
+    assert [k.key for k in res.results[2].keys] == ["Mina", "cat"]  # the first item's keys, in memory/keys' order
+    assert graph.read_memory(memory_id=res.results[1].memory_id).related_to == [first]
+    assert {r["id"] for r in graph.store.query("memory/related", id=first)} == {res.results[1].memory_id}
+    assert counts(graph) == {"m": 2, "k": 4, "l": 4}
+    with pytest.raises(NotFound, match=r"^items\[1\]: related_to"):  # a related memory in another namespace
+        graph.remember_batch([
+            {"content": "a memory at work", "keys": ["work"], "namespace": "work"},
+            {"content": "points across namespaces", "keys": ["home"], "related_to": ["m_" + f"{3:020x}"]},
+        ])
+    assert counts(graph)["m"] == 2
+
+
+def test_forgetting_a_version_keeps_the_keys_the_scope_still_links(graph: MemoryGraph) -> None:
+    """Keys left with no memory go with the forgotten one, decided before anything is deleted: a key the
+    newest version links again (in the same scope) stays, one shared by two deleted versions goes."""
+    a = graph.remember(content="the meeting is about the budget", keys=["meeting", "budget"])
+    b = graph.correct(memory_id=a.memory_id, content="the meeting is about the garden", keys=["meeting", "garden"])
+    c = graph.correct(memory_id=b.memory_id, content="the budget pays for a violin", keys=["budget", "violin"])
+    assert {k.key for k in graph.read_memory(memory_id=c.memory_id).keys} == {"budget", "violin"}  # a went
+    assert {r["text"] for r in graph.store.query("key/all")} == {"meeting", "budget", "garden", "violin"}
+    graph.forget(memory_id=c.memory_id)  # c and b go; every key with them
+    assert counts(graph) == {"m": 0, "k": 0, "l": 0}
+
+
 def test_names_match_exactly_concepts_merge(graph: MemoryGraph) -> None:
     a = graph.remember(content="Dongkeon likes tea", keys=["Dongkeon"], key_types=["name"])
     b = graph.remember(content="Dongkun likes coffee", keys=["Dongkun"], key_types=["name"])
@@ -228,7 +268,6 @@ def test_namespaces_isolate_reads(graph: MemoryGraph) -> None:
     assert graph.browse_keys(namespace="default").total == 0
 
 
-@pytest.mark.atomic_writes
 def test_batch_error_names_the_item(graph: MemoryGraph) -> None:
     with pytest.raises(NotFound, match=r"^items\[1\]: related_to"):
         graph.remember_batch([

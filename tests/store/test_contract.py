@@ -3,7 +3,6 @@ write scopes and vector search, whichever engine ``KEYMEM_STORE_URL`` selects.""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,7 +46,6 @@ def test_unbound_parameter_is_refused_before_the_engine(store: Store) -> None:
     assert len(store.query("meta/all")) == 5  # a, b, the schema's walk_copies ("filled"), engine, storage_version
 
 
-@pytest.mark.atomic_writes
 def test_write_rolls_back_on_error(store: Store) -> None:
     with pytest.raises(RuntimeError), store.write() as tx:
         tx.run("meta/set", name="half", value="written")
@@ -58,7 +56,6 @@ def test_write_rolls_back_on_error(store: Store) -> None:
     assert store.query("meta/get", name="whole") == [{"value": "ok"}]
 
 
-@pytest.mark.atomic_writes
 def test_an_engine_error_inside_a_transaction_rolls_back(store: Store) -> None:
     with pytest.raises((RuntimeError, StoreError)), store.write() as tx:
         tx.run("memory/norm_create", id="x", memory_id="m1")
@@ -76,18 +73,135 @@ def test_a_statement_the_engine_refuses_writes_nothing(store: Store) -> None:
     assert store.query("meta/get", name="kept") == [{"value": "1"}]
 
 
-def test_a_failed_write_scope_says_what_it_kept(store: Store, caplog: pytest.LogCaptureFixture) -> None:
-    """Pins each engine's write scope: whole on LadybugDB; on FalkorDB the statements before the failure
-    stay, and the store logs it (Capabilities.atomic_write_scope)."""
-    caplog.set_level(logging.ERROR, logger="keymem.store")
-    with pytest.raises(ValueError), store.write() as tx:
-        tx.run("meta/set", name="before", value="1")
-        raise ValueError("the body fails after a write")
-    kept = store.query("meta/get", name="before")
-    if store.capabilities.atomic_write_scope:
-        assert kept == [] and "changes stay" not in caplog.text
+def graph_contents(store: Store) -> list[Any]:
+    """Every node and edge with all its properties (and on FalkorDB its internal id), sorted."""
+    if store.capabilities.engine == "falkordb":
+        nodes = store.raw("MATCH (n) RETURN id(n) AS id, labels(n) AS labels, properties(n) AS props")
+        edges = store.raw("MATCH (a)-[r]->(b) RETURN id(r) AS id, type(r) AS type, id(a) AS a, id(b) AS b, "
+                          "properties(r) AS props")
     else:
-        assert kept == [{"value": "1"}] and "1 statement(s) had changed the graph" in caplog.text
+        from keymem.store.falkordb import schema_names
+
+        labels, types = schema_names()
+        nodes = [r for label in labels if label != "KeyVec" for r in store.raw(f"MATCH (n:{label}) RETURN n")]
+        edges = [r for kind in types for r in store.raw(f"MATCH (a)-[r:{kind}]->(b) RETURN a.id AS a, r, b.id AS b")]
+    return sorted(repr(sorted(r.items())) for r in [*nodes, *edges])
+
+
+def _fill(store: Store) -> None:
+    with store.write() as tx:
+        tx.run("key/create", id="k1", namespace="ns", text="river", norm="river", key_type="concept", now=1.0)
+        tx.run("key/name_create", id="ns\x1friver", key_id="k1")
+        tx.run("memory/create", id="m1", namespace="ns", content="the river", norm="the river", now=1.0, depth=0.0,
+               decay_profile="standard", ttl_seconds=None, expires_at=None, supersedes=None, source=None, terms="river")
+        tx.run("memory/link_keys", key_ids=["k1"], memory_id="m1", weight=1.0, now=1.0)
+        tx.run("meta/set", name="kept", value="1")
+
+
+def _several_writes(tx: Any) -> None:
+    tx.run("meta/set", name="kept", value="changed")
+    tx.run("key/create", id="k2", namespace="ns", text="boat", norm="boat", key_type="concept", now=2.0)
+    tx.run("memory/create", id="m2", namespace="ns", content="a boat", norm="a boat", now=2.0, depth=0.0,
+           decay_profile="standard", ttl_seconds=None, expires_at=None, supersedes=None, source=None, terms="boat")
+    tx.run("memory/link_keys", key_ids=["k1", "k2"], memory_id="m2", weight=1.0, now=2.0)
+    tx.run("link/set", key_id="k1", memory_id="m1", weight=2.5)
+    tx.run("memory/norm_delete", memory_id="m1")
+
+
+def test_a_scope_failing_after_several_writes_leaves_the_graph_exactly_as_before(store: Store) -> None:
+    """Whatever fails (the body, a before_commit callable, the engine at the scope's last statement), the
+    graph holds every node, edge and property it held before, on every engine."""
+    _fill(store)
+    before = graph_contents(store)
+    assert [r["weight"] for r in store.query("memory/keys", id="m1")] == [1.0]
+    with pytest.raises(ValueError), store.write() as tx:
+        _several_writes(tx)
+        raise ValueError("the body fails after six writes")
+    assert graph_contents(store) == before
+
+    def record(tx: Any) -> None:
+        tx.run("request/record", id="r1", digest="d", result="{}", at=2.0)
+        raise ValueError("the change record fails")
+
+    with pytest.raises(ValueError), store.write() as tx:
+        _several_writes(tx)
+        tx.before_commit(record)
+    assert graph_contents(store) == before
+    with pytest.raises((RuntimeError, StoreError)), store.write() as tx:
+        _several_writes(tx)
+        tx.raw("MATCH (m:Meta) WHERE m.name = 'kept' SET m.value = 'x' WITH m UNWIND [1, 0] AS d RETURN 1 / d AS x")
+    assert graph_contents(store) == before
+    with store.write() as tx:  # the same writes commit whole
+        _several_writes(tx)
+    after = graph_contents(store)
+    assert after != before and store.query("meta/get", name="kept") == [{"value": "changed"}]
+    assert len(store.query("memory/keys", id="m2")) == 2 and store.query("memory/norm_get", id="the river") == []
+
+
+def test_a_writes_rows_arrive_when_its_scope_commits(store: Store) -> None:
+    """A write's rows are read after its scope. Inside it, an engine that defers writes refuses to hand
+    them out, and its reads see the store as it was before the scope (LadybugDB's see the scope's writes)."""
+    with store.write() as tx:
+        for i in range(3):
+            tx.run("request/record", id=f"r{i}", digest="d", result="{}", at=float(i))
+    with store.write() as tx:
+        expired = tx.run("request/expire", before=1.5)
+        seen = tx.run("request/count")[0]["n"]
+        if store.capabilities.deferred_writes:
+            with pytest.raises(RuntimeError, match="rows of request/expire are read inside their write scope"):
+                len(expired)
+    assert expired[0]["n"] == 2 and expired == [{"n": 2}]
+    assert seen == (3 if store.capabilities.deferred_writes else 1)
+    assert store.query("request/count") == [{"n": 1}]
+
+
+def test_a_scope_that_creates_the_first_nodes_of_a_label_links_them(tmp_path: Path, store_url: str | None) -> None:
+    """A fresh store's first scope creates keys and a memory and links them: FalkorDB plans a query's
+    matches on the labels the graph already holds, so the store registers them first."""
+    s = open_store(load_settings({}, data_dir=tmp_path / "fresh", store_url=store_url, buffer_pool_mb=64))
+    try:
+        migrations.migrate(s)
+        with s.write() as tx:
+            _several_writes(tx)
+            tx.run("link/set", key_id="k2", memory_id="m2", weight=2.0)  # matches the edge made just before
+        linked = s.query("memory/keys", id="m2")
+        assert [(r["key_id"], r["weight"]) for r in linked] == [("k2", 2.0)]  # k1 does not exist here
+        assert s.query("meta/get", name="kept") == [{"value": "changed"}]
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("group", [100, 3])
+def test_a_large_scope_commits_whole_with_each_writes_rows(store: Store, monkeypatch: pytest.MonkeyPatch,
+                                                           group: int) -> None:
+    """A scope of 3000 statements (a batch of a few hundred memories) whose returning writes are read after
+    it; on FalkorDB its subqueries are nested (by 100, and by 3 to nest several levels deep)."""
+    from keymem.store import compose
+
+    monkeypatch.setattr(compose, "GROUP", group)
+    size = 1500 if group == 100 else 150
+    expired = []
+    with store.write() as tx:
+        for i in range(size):
+            tx.run("meta/set", name=f"m{i}", value=str(i))
+            if i % 10 == 0:
+                expired.append(tx.run("request/expire", before=float(i)))
+            tx.run("request/record", id=f"r{i}", digest="d", result="{}", at=float(i))
+    assert [rows[0]["n"] for rows in expired] == [0] + [10] * (size // 10 - 1)
+    assert store.query("request/count") == [{"n": 10}]
+    assert len([r for r in store.query("meta/all") if r["name"].startswith("m")]) == size
+
+
+def test_a_bulk_scope_larger_than_one_query(store: Store) -> None:
+    """A bulk scope (import, re-embedding) of more statements than one query takes writes them all."""
+    from keymem.store import falkordb
+
+    n = falkordb.BULK_STATEMENTS * 2 + 7
+    with store.write(bulk=True) as tx:
+        for i in range(n):
+            tx.run("meta/set", name=f"bulk{i}", value=str(i))
+    rows = {r["name"]: r["value"] for r in store.query("meta/all")}
+    assert all(rows[f"bulk{i}"] == str(i) for i in range(n))
 
 
 def test_after_commit_runs_only_on_commit(store: Store) -> None:
