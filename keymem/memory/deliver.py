@@ -55,6 +55,7 @@ ID_TOKENS = 14  # a memory id and its brackets
 CORROBORATE_POOL = 50  # lexical hits a general question's other words are checked against
 ASSOCIATED = "association"  # a key view's score kind: what the walk carried through it
 ONWARD_KEYS = 2  # recall's key list: keys through which association reached what was not delivered
+ROUTED_FIRST = 1  # ... listed after this many of the keys the query routes to
 MEMORY_SHARE = 0.72  # of recall's token budget, what its memories may take (the keys and framing take the rest)
 
 
@@ -285,7 +286,7 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
     if onward:  # after the best routed key, the keys association leads on through
         ahead = [v for v in views if v.key_id in onward]
         rest = [v for v in views if v.key_id not in onward]
-        views = rest[:1] + sorted(ahead, key=lambda v: -onward[v.key_id][0]) + rest[1:]
+        views = rest[:ROUTED_FIRST] + sorted(ahead, key=lambda v: -onward[v.key_id][0]) + rest[ROUTED_FIRST:]
     views = views[:top_k]
     if views:  # a read through one of them teaches the query as an alias (autokey)
         graph.autokey.note_route(query, r.query.vector, [v.key_id for v in views])
