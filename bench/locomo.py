@@ -4,8 +4,10 @@ Usage::
 
     python bench/locomo.py --data /path/to/locomo [--keys /path/to/agent-keys] [--k 5,10]
                            [--hops 0,1,2] [--only conv-26,conv-30] [--rerank DIR] [--json OUT]
+                           [--store-url falkordb://HOST:PORT[/PREFIX] | --falkordb]
 
-Store: one fresh keymem store per conversation and key source (a temporary directory). Every
+Store: one fresh keymem store per conversation and key source (a temporary directory; with
+``--store-url`` or ``--falkordb``, a FalkorDB graph of its own, deleted afterwards: bench/_engine.py). Every
 dialogue turn is one memory, ``"<Speaker>: <text>"`` + ``" [image: <caption>]"`` when the turn
 shared an image + ``" [<session date>]"``. Key sources:
 
@@ -39,12 +41,14 @@ conversation) is reported apart. Token counts use the MiniLM WordPiece tokenizer
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +56,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
+import _engine  # noqa: E402
 
 from keymem.server.render import render  # noqa: E402
 
@@ -207,7 +212,7 @@ def aggregate(rows: list[dict[str, Any]], metrics: list[str]) -> dict[str, Any]:
 
 
 # -- run -------------------------------------------------------------------------------------
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace, server_url: str | None = None) -> dict[str, Any]:
     ks = sorted({int(k) for k in args.k.split(",")} | {10})
     hops = [int(h) for h in args.hops.split(",")] if args.hops else [0, 1, 2]
     files = select_files(args.data, args.only, args.conversations)
@@ -260,10 +265,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 items = agent_items(conv, key_file)
             used[source].append(conv["name"])
             _common.deterministic_ids(f"{conv['name']}/{source}")
-            with tempfile.TemporaryDirectory(prefix="keymem-locomo-") as tmp:
+            store_url = _engine.graph_url(server_url, f"locomo-{conv['name']}-{source}") if server_url else None
+            if store_url:
+                _engine.require_empty(store_url)
+            with tempfile.TemporaryDirectory(prefix="keymem-locomo-") as tmp, _dropped(store_url):
                 t0 = time.perf_counter()
+                extra = {"store_url": store_url} if store_url else {}
                 graph = _common.open_graph(Path(tmp) / "data", model_dir, emb, reranker=reranker,
-                                           rerank_path=Path(args.rerank) if args.rerank else None)
+                                           rerank_path=Path(args.rerank) if args.rerank else None, **extra)
                 mem_to_dia = build_store(graph, turns, items)
                 build = time.perf_counter() - t0
                 t_build += build
@@ -334,6 +343,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+@contextlib.contextmanager
+def _dropped(store_url: str | None) -> Iterator[None]:
+    """Delete a conversation's FalkorDB graph when its questions are done (or failed)."""
+    try:
+        yield
+    finally:
+        if store_url:
+            _engine.drop(store_url)
+
+
 def _row(ranked: list[str], ev: list[str], ks: list[int], cat: str, q: str, conv: str) -> dict[str, Any]:
     r: dict[str, Any] = score_question(ranked, ev, ks)
     r.update(category=cat, question=q, conversation=conv, evidence=ev, ranked=ranked[:10])
@@ -384,12 +403,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--dump", default=None, help="write per-question rankings here (analysis)")
     p.add_argument("--dev", default=None,
                    help="conversations tuned on (e.g. 26,30,41): also report them and the rest apart")
+    _engine.add_options(p)
     args = p.parse_args(argv)
+    _engine.check(p, args)
     import logging
 
     logging.basicConfig(level=logging.WARNING)
     t0 = time.perf_counter()
-    res = run(args)
+    with _engine.server(args) as server_url:
+        res = run(args, server_url)
+    res["engine"] = _engine.engine_name(args)
     res["seconds"]["total"] = round(time.perf_counter() - t0, 1)
     print_table(res)
     if args.json:
