@@ -119,6 +119,7 @@ def test_scale_compose_file() -> None:
         url = parse_store_url(front["environment"]["KEYMEM_STORE_URL"])
         assert url.master == monitor[2]  # the name the Sentinel monitors
         assert ("sentinel", 26379) in url.sentinels
+        assert int(front["environment"]["KEYMEM_FALKORDB_ACK_REPLICAS"]) == 1  # the one replica holds each write
         token_file = front["environment"]["KEYMEM_HTTP_TOKEN_FILE"]
         assert token_file == "/run/secrets/keymem_tokens" and "keymem_tokens" in front["secrets"]
         urls.add(url)
