@@ -32,6 +32,7 @@ from keymem.errors import InvalidInput, shown
 from keymem.memory import validate
 from keymem.memory.names import add_literal_name, name_id
 from keymem.memory.write import norm_id
+from keymem.store import changes
 from keymem.text.tokenize import normalize_text
 
 if TYPE_CHECKING:
@@ -517,6 +518,7 @@ def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None 
                     lexical.append((m["id"], " ".join([*key_texts.get(m["id"], []), m["content"]]), m["namespace"]))
         tx.after_commit(lambda: graph.lexical.add_many(lexical))
         tx.after_commit(graph.mirror.load)
+        changes.note(graph.store, tx, everything=True)  # other daemons on a shared store reload too
     graph.vectors.maybe_switch()
     return report
 

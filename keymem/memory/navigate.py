@@ -288,11 +288,11 @@ def read_memory(graph: Parts, request: ReadMemoryRequest) -> MemoryView:
     else:
         with graph.store.write() as tx:
             tx.run("memory/access", id=m["id"], now=now)
-            rows = tx.run("link/get", key_id=via, memory_id=m["id"])
-            if not rows:
+            if not tx.run("link/get", key_id=via, memory_id=m["id"]):
                 raise NotFound(f"memory {m['id']} is not linked to key {via}")
-            weight = min(LINK_MAX, max(LINK_MIN, rows[0]["weight"] + HEBBIAN_STEP))
-            tx.run("link/set", key_id=via, memory_id=m["id"], weight=weight)
+            # incremented in the store, not read and written back: two fronts reading at once both count
+            tx.run("link/adjust", key_id=via, memory_id=m["id"], factor=1.0, delta=HEBBIAN_STEP, lo=LINK_MIN,
+                   hi=LINK_MAX)
             graph.mirror.touch(tx, memories=[m["id"]])
             graph.autokey.on_read(tx, via, m, now)
     with graph.access.lock:

@@ -13,7 +13,9 @@ each mutating call with a request id it makes once per call and keeps across the
   (:meth:`RequestLog.once`); ``confirm_memory`` records the memory's id and answers with its
   view as it is then (it includes the confirmation);
 * the same id with other arguments is refused (InvalidInput): a client error, not a retry; two
-  calls with one id at once run one after the other, so the second is answered from the first;
+  calls with one id at once run one after the other, so the second is answered from the first,
+  also on two daemons of one shared store (the id is held there: ``Store.held``), so a retry sent
+  to another front answers the first result and writes nothing twice;
 * a call that failed recorded nothing (its transaction rolled back), so its retry runs again;
 * rows are kept at least ``REQUEST_TTL_S`` (one hour, far beyond a retry's ~10-30 s) and are
   deleted by the periodic sweep after it; at most ``MAX_REQUESTS`` are kept (the oldest go first
@@ -101,7 +103,8 @@ class RequestLog:
         """``run()`` unless ``request_id`` already has a recorded result, which is then the answer."""
         rid = check_request_id(request_id)
         digest = call_digest(method, params)
-        with self._claim(rid):
+        # the same id at once on another daemon of a shared store waits too, then finds the recorded result
+        with self._claim(rid), self.store.held(f"request:{rid}"):
             rows = self.store.query("request/get", id=rid)
             if rows:
                 if rows[0]["digest"] != digest:

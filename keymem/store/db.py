@@ -637,6 +637,11 @@ class Store:
         """Write transactions this thread committed (a call that committed nothing may run again)."""
         return int(getattr(self._local, "commits", 0))
 
+    def held(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """Hold ``name`` against the other processes writing this store: none here (one process owns the
+        file); a store with ``shared_writers`` holds a lease by that name."""
+        return contextlib.nullcontext()
+
     @contextlib.contextmanager
     def no_writes(self) -> Iterator[None]:
         """Hold the writer (reads go on): for comparing the store with an in-memory copy."""

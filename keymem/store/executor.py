@@ -33,6 +33,9 @@ class Capabilities:
     checkpoint: bool  # committed writes are held in memory until a CHECKPOINT the store runs
     stable_node_ids: bool  # a deleted node's internal id is never given to a new node
     local_file: bool  # the store is a file on this machine (backup copies it, size reads it)
+    # Several processes write the store (a daemon per front on one server): each write scope also writes a
+    # change record and each process catches up on the others' records (keymem/store/changes.py).
+    shared_writers: bool = False
 
 
 class PendingRows(list[Row]):

@@ -40,12 +40,14 @@ from keymem.store.compose import Queued, compose, is_schema_change, names_query,
 from keymem.store.db import KEEP_BACKUPS, Store, Tx, _stamp
 from keymem.store.executor import Capabilities, PendingRows, Row
 from keymem.store.falkor_connect import AckPolicy
+from keymem.store.falkor_lock import RedisLease
 
 log = logging.getLogger("keymem.store")
 
 ENGINE = "falkordb"
 FALKORDB = Capabilities(engine=ENGINE, atomic_write_scope=True, deferred_writes=True, vector_index=False,
-                        prepared_statements=False, checkpoint=False, stable_node_ids=False, local_file=False)
+                        prepared_statements=False, checkpoint=False, stable_node_ids=False, local_file=False,
+                        shared_writers=True)
 # A bulk scope (Store.write(bulk=True): import, re-embedding) is sent in queries of this many statements:
 # planning one query grows faster than linearly with its subqueries (docs/engines.md).
 BULK_STATEMENTS = 2000
@@ -329,7 +331,7 @@ class FalkorStore(Store):
         if self.read_only:
             raise StoreError("the store is open read-only")
         self._check()
-        with self._write_lock:
+        with self._write_lock, self.writer_lease().held():  # no other daemon's scope interleaves
             executor = self._conn()
             executor.begin(bulk=bulk)
             tx = Tx(executor)
@@ -354,11 +356,25 @@ class FalkorStore(Store):
         :class:`StoreError` says what is committed where when the replicas do not confirm in time."""
         falkor_connect.acknowledge(self.client.connection, self.ack, self.url)
 
+    _writer: RedisLease | None = None  # made on the first write (writer_lease)
+    _lease_lock = threading.Lock()
+
+    def writer_lease(self) -> RedisLease:
+        """The lease every daemon on this graph holds around a write scope (``keymem/store/falkor_lock.py``)."""
+        with self._lease_lock:
+            if self._writer is None:
+                self._writer = RedisLease(self.client.connection, f"{self.url.graph}:writer")
+            return self._writer
+
+    def held(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """Hold ``name`` (a request id's call) against every other daemon on this graph."""
+        return RedisLease(self.client.connection, f"{self.url.graph}:{name}").held()
+
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[FalkorExecutor]:  # type: ignore[override]
         """Hold this process's writer (schema changes, maintenance)."""
         self._check()
-        with self._write_lock:
+        with self._write_lock, self.writer_lease().held():
             yield self._conn()
 
     # -- maintenance -------------------------------------------------------------------
