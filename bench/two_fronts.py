@@ -124,6 +124,7 @@ async def probe_lag(fronts: list[Front], count: int, seed: int, stop: asyncio.Ev
     rng = random.Random(seed)
     words = vocabulary(seed + 1)
     lags: dict[str, list[float]] = {"read_memory": [], "recall": []}
+    polls: list[int] = []  # calls on the other front until it showed the write (1: the first call did)
     acked: list[str] = []
     errors: list[str] = []
     under_load = 0
@@ -143,7 +144,9 @@ async def probe_lag(fronts: list[Front], count: int, seed: int, stop: asyncio.Ev
                 continue
             mid = (made.structured_content or {})["memory_id"]
             acked.append(mid)
+            n = 0
             while True:
+                n += 1
                 if method == "read_memory":
                     res = await sessions[r].call_tool("read_memory", {"memory_id": mid})
                     seen = not res.is_error
@@ -155,6 +158,7 @@ async def probe_lag(fronts: list[Front], count: int, seed: int, stop: asyncio.Ev
                     seen = mid in json.dumps(res.structured_content or {})
                 if seen:
                     lags[method].append(time.perf_counter() - acked_at)
+                    polls.append(n)
                     under_load += loaded
                     break
                 if time.perf_counter() - acked_at > 30:
@@ -162,6 +166,7 @@ async def probe_lag(fronts: list[Front], count: int, seed: int, stop: asyncio.Ev
                     break
     every = lags["read_memory"] + lags["recall"]
     return {"probes": count, "under_load": under_load, "errors": errors, "acked": acked,
+            "seen_at_first_call": sum(1 for n in polls if n == 1), "most_calls": max(polls, default=0),
             "lag_ms": {"all": {"n": len(every), **summary_ms(every, 0.5, 0.95)},
                        **{m: {"n": len(xs), **summary_ms(xs, 0.5, 0.95)} for m, xs in lags.items()}}}
 
@@ -315,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"visibility lag (write on one front until the other shows it), {la['all']['n']} probes "
           f"({lag['under_load']} during the load): median {la['all']['p50']:.1f} ms, p95 {la['all']['p95']:.1f} ms; "
           f"read_memory p50/p95 {la['read_memory']['p50']:.1f}/{la['read_memory']['p95']:.1f} ms, "
-          f"recall {la['recall']['p50']:.1f}/{la['recall']['p95']:.1f} ms")
+          f"recall {la['recall']['p50']:.1f}/{la['recall']['p95']:.1f} ms; the other front's first call showed the "
+          f"write for {lag['seen_at_first_call']} of {la['all']['n']} (at most {lag['most_calls']} calls)")
     print(f"writes: {w['acknowledged']} acknowledged, {w['checked']} owed and read back on both fronts, "
           f"{w['lost']} lost, {w['not_exactly_once']} not held exactly once")
     for line in ld["error_lines"] + lag["errors"] + w["lost_ids"] + w["not_once_ids"]:
