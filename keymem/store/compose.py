@@ -172,3 +172,8 @@ def names_query(labels: list[str], types: list[str]) -> str:
     edges = [f"(n0)-[r{i}:{kind}]->(n0)" for i, kind in enumerate(types)]
     gone = [f"r{i}" for i in range(len(types))] + [f"n{i}" for i in range(len(labels))]
     return f"CREATE {', '.join(nodes + edges)} DELETE {', '.join(gone)}"
+
+
+# The graph's catalogue, read before the first composed scope (``FalkorExecutor.register_names``).
+LABELS_QUERY = "CALL db.labels() YIELD label RETURN label"
+TYPES_QUERY = "CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType AS t"

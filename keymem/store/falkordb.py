@@ -36,7 +36,15 @@ from typing import Any
 from keymem.engine_url import FalkorURL
 from keymem.errors import StoreError
 from keymem.store import cypher, falkor_connect
-from keymem.store.compose import Queued, compose, is_schema_change, names_query, rows_at
+from keymem.store.compose import (
+    LABELS_QUERY,
+    TYPES_QUERY,
+    Queued,
+    compose,
+    is_schema_change,
+    names_query,
+    rows_at,
+)
 from keymem.store.db import KEEP_BACKUPS, Store, Tx, _stamp
 from keymem.store.executor import Capabilities, PendingRows, Row
 from keymem.store.falkor_connect import AckPolicy
@@ -245,9 +253,8 @@ class FalkorExecutor:
         scope that creates the first ``Key`` and then links it would otherwise find no key.
         """
         labels, types = schema_names()
-        known = {r["label"] for r in self._query("CALL db.labels() YIELD label RETURN label", None, "db.labels")}
-        known_types = {r["t"] for r in self._query("CALL db.relationshipTypes() YIELD relationshipType "
-                                                    "RETURN relationshipType AS t", None, "db.relationshipTypes")}
+        known = {r["label"] for r in self._query(LABELS_QUERY, None, "db.labels")}
+        known_types = {r["t"] for r in self._query(TYPES_QUERY, None, "db.relationshipTypes")}
         if not set(labels) <= known or not set(types) <= known_types:
             self._query(names_query(labels, types), None, "the schema's names")
         self.names_ready = True
