@@ -12,6 +12,7 @@ and relationship types with the properties keymem writes on them, not declared c
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from keymem.errors import InvalidInput
@@ -47,12 +48,12 @@ def _type_name(value: Any) -> str:
     return "ANY" if value is not None else ""
 
 
-def run(store: Any, query: str, *, write: bool, first_word: str, max_rows: int) -> tuple[dict[str, Any], bool]:
+def run(store: Any, query: str, *, write: bool, first_word: str, max_rows: int,
+        jsonable: Callable[[Any], Any]) -> tuple[dict[str, Any], bool]:
     """One console statement on ``store`` (a FalkorStore): (the result as ``ops.cypher_run`` returns it,
-    whether it may have changed the graph)."""
+    whether it may have changed the graph); ``jsonable`` is ops' value-to-JSON rule."""
     import redis
 
-    from keymem.cli.ops import jsonable
     from keymem.store.falkordb import _plain
 
     graph = store.executor.graph

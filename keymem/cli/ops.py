@@ -121,7 +121,8 @@ def cypher_run(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     if store.capabilities.engine == "falkordb":  # GRAPH.RO_QUERY instead of a read-only transaction
         from keymem.cli import console_falkordb
 
-        out, wrote = console_falkordb.run(store, query, write=write, first_word=word, max_rows=MAX_ROWS)
+        out, wrote = console_falkordb.run(store, query, write=write, first_word=word, max_rows=MAX_ROWS,
+                                          jsonable=jsonable)
         if wrote:
             graph.reload_caches()
         return out

@@ -30,7 +30,7 @@ from keymem.store.changes import KEEP, Change, ChangeFeed
 from keymem.text.tokenize import TERMS_SEP, tokenize
 
 if TYPE_CHECKING:
-    from keymem.memory.graph import MemoryGraph
+    from keymem.memory.parts import Parts
 
 log = logging.getLogger("keymem.memory")
 
@@ -41,7 +41,7 @@ PRUNE_EVERY = 500  # records between two prunes (by whichever daemon sees the he
 class CatchUp:
     """One graph's position in its store's change records, and how it applies the ones after it."""
 
-    def __init__(self, graph: MemoryGraph, feed: ChangeFeed) -> None:
+    def __init__(self, graph: Parts, feed: ChangeFeed) -> None:
         self.graph = graph
         self.feed = feed
         self.seen = 0  # the last record applied (or covered by a full load)
@@ -122,7 +122,7 @@ class CatchUp:
                     log.warning("catching up on other daemons' writes failed: %s", exc)
 
 
-def apply(graph: MemoryGraph, changed: Change) -> None:
+def apply(graph: Parts, changed: Change) -> None:
     """Re-read the ids of ``changed`` from the store into every in-memory index (safe to repeat)."""
     memories = sorted(changed.memories)
     graph.mirror.refresh(changed.memories | changed.links, changed.keys)
@@ -143,7 +143,7 @@ def apply(graph: MemoryGraph, changed: Change) -> None:
     graph.aliases.refresh(changed.aliases)
 
 
-def _terms(graph: MemoryGraph, memory_id: str, row: dict[str, str]) -> list[str]:
+def _terms(graph: Parts, memory_id: str, row: dict[str, str]) -> list[str]:
     """The memory's stored BM25 terms; tokenised here from its keys and content if it has none stored."""
     if row["terms"] is not None:
         return row["terms"].split(TERMS_SEP) if row["terms"] else []
