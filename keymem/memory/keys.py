@@ -161,6 +161,11 @@ class KeyResolver:
                 best_id, best = key_id, score
         if best_id is None or best < threshold:
             return None
+        # a key this scope created is not read back (a FalkorDB scope's reads see the graph before it);
+        # it stays "created in this scope", as when its exact name is given again
+        made = next((r for r in self._pending.values() if r.key_id == best_id and r.created), None)
+        if made is not None:
+            return made
         rows = self.tx.run("key/get", id=best_id)
         if not rows or rows[0]["k"]["key_type"] != "concept":
             return None

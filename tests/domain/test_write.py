@@ -138,6 +138,17 @@ def test_names_match_exactly_concepts_merge(graph: MemoryGraph) -> None:
     assert other.keys[0].key_id != lang.keys[0].key_id
 
 
+def test_a_concept_key_merges_into_one_created_earlier_in_the_batch(graph: MemoryGraph) -> None:
+    """The merge target found among the batch's own new keys is taken from the batch, not read back
+    from the store (a FalkorDB scope's reads do not see its writes)."""
+    res = graph.remember_batch([{"content": "The user writes Rust", "keys": ["programming language"]},
+                                {"content": "The user also writes Go", "keys": ["programming languages"]}])
+    first, second = (r.keys[0] for r in res.results)
+    assert second.key_id == first.key_id and second.key == "programming language"
+    assert graph.read_key(key_id=first.key_id).key.aliases == ["programming languages"]
+    assert counts(graph) == {"m": 2, "k": 1, "l": 2}
+
+
 def test_correct_versions_one_step(graph: MemoryGraph, clock) -> None:
     a = graph.remember(content="user lives in Seoul", keys=["home", "city"], decay_profile="stable", ttl_seconds=86400 * 30)
     b = graph.correct(memory_id=a.memory_id, content="user moved to Busan")
