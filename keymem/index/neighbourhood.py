@@ -10,12 +10,13 @@ A key is *walkable* when it holds at most ``fanout`` visible memories: a broader
 speaker's name, "work") would hand every one of its memories the same thin share and swamp
 the walk. Visible means active (not superseded) and not expired at ``now``.
 
-``CypherNeighbourhood`` asks Kuzu (``store/walk.py``, ``cypher/neighbourhood/``): two small
-statements a hop over internal offsets, a third when a frontier memory has RELATED_TO edges.
+``CypherNeighbourhood`` asks the store's engine (``store/walk.py``, ``cypher/neighbourhood/``): two
+small statements a hop over internal offsets (LadybugDB) or keymem ids (FalkorDB), a third when a
+frontier memory has RELATED_TO edges.
 ``MirrorNeighbourhood`` reads the in-memory ``GraphMirror``; ``MemoryGraph`` walks it, being the
 faster of the two (docs/design.md, "Association neighbourhood: Cypher vs mirror"), and the
 console's ``:expand`` walks Cypher. Both return the same rows for the same store
-(``tests/domain/test_neighbourhood.py``).
+(``tests/domain/test_neighbourhood.py``; on FalkorDB ``test_neighbourhood_engines.py``).
 """
 
 from __future__ import annotations
@@ -83,12 +84,13 @@ class MirrorNeighbourhood:
 
 
 class CypherNeighbourhood:
-    """``Neighbourhood`` as Cypher statements in Kuzu: per hop the frontier's links, those keys'
+    """``Neighbourhood`` as Cypher statements in the store's engine: per hop the frontier's links, those keys'
     visible memories (hubs skipped by their lasting-link count) and, for the frontier memories
     that ever had one, their RELATED_TO edges.
 
-    Ids are paired with Kuzu's internal offsets by ``store.walk.IdBook``: ``load()`` reads every
-    pair at once (what a long-lived graph does); without it, pairs are learned as they are met.
+    On LadybugDB ids are paired with internal offsets by ``store.walk.IdBook``: ``load()`` reads every
+    pair at once (what a long-lived graph does); without it, pairs are learned as they are met. On
+    FalkorDB, which reuses internal ids, the statements take keymem ids (``store.walk.SameIds``).
     """
 
     def __init__(self, store: Store) -> None:
