@@ -53,6 +53,7 @@ DECAY_FACTOR = 0.98
 # Association (see associate): values chosen by measurement on LoCoMo, docs/BENCHMARKS.md.
 SEED_MEMORIES = 5  # direct candidates that seed the walk ...
 SEED_FLOOR = 0.3  # ... when their score is at least this share of the best one's
+ANCHOR_SEEDS = 3  # memories of a key the query names that seed the walk whatever their direct rank ...
 OFF_ANCHOR = 0.15  # a seed not linked to a key the query names passes this share (when one is linked)
 BEAM = 20  # memories expanded further at each later hop
 RESTART = 0.5  # hop h keeps (1 - RESTART)**h of the activation it moves
@@ -205,7 +206,8 @@ def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: fl
     Seeds: the best ``SEED_MEMORIES`` direct candidates, with activation in proportion to their
     score (the best is 1; seeding the routed keys instead, HippoRAG-style, measured worse on
     LoCoMo: docs/BENCHMARKS.md). When some seeds are ``anchored`` (linked to a key the query
-    names specifically, ``anchor_keys``), the others pass only ``OFF_ANCHOR`` of theirs: the
+    names specifically, ``anchor_keys``), its best ``ANCHOR_SEEDS`` memories seed the walk at full
+    strength whatever their direct rank, and the others pass only ``OFF_ANCHOR`` of theirs: the
     association a question about "Dorian" needs starts at Dorian's memories, not at a turn that
     happens to share its words. Each hop, a memory passes ``a x (1 - RESTART) x link strength``
     through each of its keys (and the keys that are forms of them, ``variants``: "Terraform" /
@@ -230,8 +232,12 @@ def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: fl
     top = seeds[0].score
     seeds = [c for c in seeds if c.score >= SEED_FLOOR * top]
     frontier = {c.memory_id: c.score / top for c in seeds}
-    if anchored and any(m in anchored for m in frontier):  # the query names an entity: spread from it
-        frontier = {m: a if m in anchored else a * OFF_ANCHOR for m, a in frontier.items()}
+    named = sorted((c for c in cands.values() if anchored and c.memory_id in anchored and c.score > 0),
+                   key=lambda c: (-c.score, c.memory_id))[:ANCHOR_SEEDS]
+    if named:  # the query names an entity: spread from its memories, however its words ranked them
+        lead, mine = named[0].score, anchored or set()
+        frontier = {m: a * OFF_ANCHOR for m, a in frontier.items() if m not in mine}
+        frontier.update((c.memory_id, c.score / lead) for c in named)
     out.seeds = dict(frontier)
     expanded: set[str] = set(frontier)
     keep = 1.0 - RESTART

@@ -41,7 +41,7 @@ def _key(k: dict[str, Any], count: bool = True) -> str:
     if k.get("is_hub"):
         bits.append("hub")
     if k.get("score_kind") == "association":
-        bits.append("association leads on here")
+        bits.append("leads on")
     if k.get("aliases"):
         bits.append("aka " + ", ".join(k["aliases"][:3]))
     return f"{k['key']} {k['key_id']}" + (f" ({', '.join(bits)})" if bits else "")

@@ -144,3 +144,17 @@ def test_the_hook_gives_empty_direct_slots_to_associations(graph: MemoryGraph) -
     chosen = graph.recall_inject(prompt="Greta Lindqvist wants her backend offline for a day next week: anything to watch?").memory_ids
     assert chosen[0] == head.memory_id and len(chosen) == graph.settings.inject_max
     assert chosen[1:] == [first.memory_id, second.memory_id, third.memory_id]
+
+
+def test_a_named_entitys_memory_seeds_the_walk_however_its_words_ranked(graph: MemoryGraph) -> None:
+    """The question names an entity (here by its acronym) whose memory shares none of its other words,
+    while memories that share them crowd the direct ranking: the walk still starts at the entity."""
+    for i in range(8):
+        graph.remember(content=f"Moving money from savings before April {i} is what Jo asked about.",
+                       keys=[f"chat {i}", "savings"])
+    graph.remember(content="User's self-invested personal pension is held with Corriebank Invest.",
+                   keys=["self-invested personal pension", "Corriebank Invest"])
+    cap = graph.remember(content="Corriebank Invest caps one-off payments at 15,000 per tax year.",
+                         keys=["Corriebank Invest", "payment cap"]).memory_id
+    r = graph.recall(query="Should I move 20k from savings into my SIPP before April?")
+    assert cap in [m.memory_id for m in r.memories]
