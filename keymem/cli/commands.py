@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from keymem.cli.common import Target, fail, human_bytes, progress_bar, settings_or_exit
+from keymem.cli.common import Target, fail, human_bytes, progress_bar, schema_state, settings_or_exit
 from keymem.errors import shown
 
 models_app = typer.Typer(help="Embedding and reranker model files.", no_args_is_help=True, add_completion=False)
@@ -347,13 +347,7 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
                        f"(buffer pool {store.buffer_pool_mb} MiB{auto})")
         finally:
             store.close()
-    pending = [s for s in available if s not in applied and s != "000_migrations"]
-    typer.echo(f"  schema: {applied[-1] if applied else '(none)'}"
-               + (f", pending {', '.join(pending)}" if pending else " (up to date)"))
-    newer = [s for s in applied if s not in available]
-    if newer:
-        problems.append((f"the store has schema steps this keymem does not know ({', '.join(newer)})",
-                         "upgrade keymem (the store was written by a newer version)"))
+    typer.echo(f"  schema: {schema_state(applied, available, problems)}")
     from keymem.cli.engine_cmds import vector_status
 
     loads, words = vector_status()

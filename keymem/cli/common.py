@@ -229,3 +229,14 @@ def human_bytes(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{n} B"  # pragma: no cover
+
+
+def schema_state(applied: list[str], available: list[str], problems: list[tuple[str, str]]) -> str:
+    """Doctor's word on a store's schema steps ("005_x (up to date)", or what is pending); a store
+    written by a newer keymem adds its problem to ``problems``."""
+    pending = [s for s in available if s not in applied and s != "000_migrations"]
+    newer = [s for s in applied if s not in available]
+    if newer:
+        problems.append((f"the store has schema steps this keymem does not know ({', '.join(newer)})",
+                         "upgrade keymem (the store was written by a newer version)"))
+    return (applied[-1] if applied else "(none)") + (f", pending {', '.join(pending)}" if pending else " (up to date)")

@@ -29,23 +29,9 @@ def _type_name(value: Any) -> str:
     """A column's type as LadybugDB names it, from a value FalkorDB answered with."""
     from falkordb import Edge, Node
 
-    if isinstance(value, bool):
-        return "BOOL"
-    if isinstance(value, int):
-        return "INT64"
-    if isinstance(value, float):
-        return "DOUBLE"
-    if isinstance(value, str):
-        return "STRING"
-    if isinstance(value, Node):
-        return "NODE"
-    if isinstance(value, Edge):
-        return "REL"
-    if isinstance(value, list):
-        return "LIST"
-    if isinstance(value, dict):
-        return "MAP"
-    return "ANY" if value is not None else ""
+    kinds = ((bool, "BOOL"), (int, "INT64"), (float, "DOUBLE"), (str, "STRING"), (Node, "NODE"), (Edge, "REL"),
+             (list, "LIST"), (dict, "MAP"))  # bool before int: a bool is an int
+    return next((name for kind, name in kinds if isinstance(value, kind)), "ANY" if value is not None else "")
 
 
 def run(store: Any, query: str, *, write: bool, first_word: str, max_rows: int,

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from keymem.cli.common import Target, human_bytes
+from keymem.cli.common import Target, human_bytes, schema_state
 
 
 def engine_lines(server: dict[str, Any]) -> list[str]:
@@ -79,11 +79,5 @@ def doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str]
         finally:
             store.close()
         opened = "opens cleanly"
-    pending = [s for s in available if s not in applied and s != "000_migrations"]
-    typer.echo(f"  graph {url.graph}: {opened}, {human_bytes(size)}; schema {applied[-1] if applied else '(none)'}"
-               + (f", pending {', '.join(pending)}" if pending else " (up to date)"))
-    newer = [s for s in applied if s not in available]
-    if newer:
-        problems.append((f"the store has schema steps this keymem does not know ({', '.join(newer)})",
-                         "upgrade keymem (the store was written by a newer version)"))
+    typer.echo(f"  graph {url.graph}: {opened}, {human_bytes(size)}; schema {schema_state(applied, available, problems)}")
     return problems
