@@ -244,17 +244,24 @@ async def killer(data_dir: Path, after: int, acked: Any, progress: dict[str, int
     report["killed"] = {"pid": pid, "after_acked_writes": acked.value}
 
 
+async def plan_material(probe: Any) -> tuple[list[str], list[str], list[str]]:
+    """The load's key ids, words and memory ids, read through one session: the first 300 keys,
+    their words, and up to 10 memories of each of the first 30 keys."""
+    listed = (await probe.call_tool("browse_keys", {"limit": 300})).structured_content or {}
+    keys = listed.get("keys") or []
+    key_ids = [k["key_id"] for k in keys]
+    words = sorted({w for k in keys for w in k["key"].split() if w.isalpha() and len(w) > 2})[:300]
+    memory_ids: list[str] = []
+    for kid in key_ids[:30]:
+        page = (await probe.call_tool("read_key", {"key_id": kid, "limit": 10})).structured_content or {}
+        memory_ids += [m["memory_id"] for m in page.get("memories") or []]
+    return key_ids, words, memory_ids
+
+
 async def measure(args: argparse.Namespace, url: str, token: str, env: dict[str, str], data_dir: Path,
                   front_pid: int) -> dict[str, Any]:
     async with http_session(url, token) as probe:
-        listed = (await probe.call_tool("browse_keys", {"limit": 300})).structured_content or {}
-        keys = listed.get("keys") or []
-        key_ids = [k["key_id"] for k in keys]
-        words = sorted({w for k in keys for w in k["key"].split() if w.isalpha() and len(w) > 2})[:300]
-        memory_ids: list[str] = []
-        for kid in key_ids[:30]:
-            page = (await probe.call_tool("read_key", {"key_id": kid, "limit": 10})).structured_content or {}
-            memory_ids += [m["memory_id"] for m in page.get("memories") or []]
+        key_ids, words, memory_ids = await plan_material(probe)
     report: dict[str, Any] = {"keys_sampled": len(key_ids), "memories_sampled": len(memory_ids)}
 
     # 1. transport cost, quiet: interleaved recall over HTTP and stdio

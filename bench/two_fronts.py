@@ -180,14 +180,7 @@ async def load(args: argparse.Namespace, fronts: list[Front]) -> dict[str, Any]:
                 raise SystemExit(f"seeding failed: {res.content[0].text}")
     # the plan's words, key ids and memory ids, read on front B (which caught up with A's seeding)
     async with http_load.http_session(fronts[1].url, fronts[1].token) as probe:
-        listed = (await probe.call_tool("browse_keys", {"limit": 300})).structured_content or {}
-        keys = listed.get("keys") or []
-        key_ids = [k["key_id"] for k in keys]
-        words = sorted({w for k in keys for w in k["key"].split() if w.isalpha() and len(w) > 2})[:300]
-        memory_ids: list[str] = []
-        for kid in key_ids[:30]:
-            page = (await probe.call_tool("read_key", {"key_id": kid, "limit": 10})).structured_content or {}
-            memory_ids += [m["memory_id"] for m in page.get("memories") or []]
+        key_ids, words, memory_ids = await http_load.plan_material(probe)
     if not key_ids or not memory_ids:
         raise SystemExit(f"front B sees no seeded keys or memories ({len(key_ids)} keys, {len(memory_ids)} memories)")
 
