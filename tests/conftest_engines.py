@@ -90,12 +90,17 @@ def start_falkordb(directory: Path, *, module: bool = True) -> FalkorServer:
 
 
 def stop_falkordb(server: FalkorServer) -> None:
-    server.process.terminate()
+    stop_process(server.process)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """TERM, then KILL if it has not gone within 10 s."""
+    process.terminate()
     try:
-        server.process.wait(timeout=10)
+        process.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait(timeout=10)
+        process.kill()
+        process.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,15 @@ from typing import Annotated, Any
 
 import typer
 
-from keymem.cli.common import Target, fail, human_bytes, progress_bar, schema_state, settings_or_exit
+from keymem.cli.common import (
+    Target,
+    daemon_stats,
+    fail,
+    human_bytes,
+    progress_bar,
+    schema_state,
+    settings_or_exit,
+)
 from keymem.errors import shown
 
 models_app = typer.Typer(help="Embedding and reranker model files.", no_args_is_help=True, add_completion=False)
@@ -312,11 +320,7 @@ def _doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str
         typer.echo(f"  {path}: not created yet (created on first use)")
         return problems
     if daemon_running:
-        target = Target(settings, need="store")
-        try:
-            data = target.call("stats", {"hubs": 0})
-        finally:
-            target.close()
+        data = daemon_stats(settings)
         applied, available = data["schema"]["applied"], data["schema"]["available"]
         typer.echo(f"  {path}: opened by the daemon, {human_bytes(data['store']['bytes'])}")
         pool, rss = data["process"]["buffer_pool"], data["process"].get("rss_kb")

@@ -240,3 +240,12 @@ def schema_state(applied: list[str], available: list[str], problems: list[tuple[
         problems.append((f"the store has schema steps this keymem does not know ({', '.join(newer)})",
                          "upgrade keymem (the store was written by a newer version)"))
     return (applied[-1] if applied else "(none)") + (f", pending {', '.join(pending)}" if pending else " (up to date)")
+
+
+def daemon_stats(settings: Settings) -> dict[str, Any]:
+    """The running daemon's ``stats`` (no hubs): what doctor reports of a store the daemon holds open."""
+    target = Target(settings, need="store")
+    try:
+        return target.call("stats", {"hubs": 0})  # type: ignore[no-any-return]
+    finally:
+        target.close()

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from keymem.cli.common import Target, human_bytes, schema_state
+from keymem.cli.common import daemon_stats, human_bytes, schema_state
 
 
 def engine_lines(server: dict[str, Any]) -> list[str]:
@@ -61,11 +61,7 @@ def doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str]
         typer.echo(f"  {line}")
     problems = problems_of(server, settings)
     if daemon_running:
-        target = Target(settings, need="store")
-        try:
-            data = target.call("stats", {"hubs": 0})
-        finally:
-            target.close()
+        data = daemon_stats(settings)
         applied, available, size = data["schema"]["applied"], data["schema"]["available"], data["store"]["bytes"]
         opened = "opened by the daemon"
     else:

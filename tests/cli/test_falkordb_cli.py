@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from keymem.settings import Settings
-from tests.cli.conftest import cli_env, populate, run_cli
+from tests.cli.conftest import cli_env, run_cli
 from tests.conftest_engines import FalkorServer, drop_graphs
 
 
@@ -28,18 +28,12 @@ def store_url(falkordb_server: FalkorServer) -> Iterator[str]:
 
 
 @pytest.fixture
-def falkordb_env(settings: Settings, minilm_dir: Path, minilm_embedder: Any, clock: Any) -> dict[str, Any]:
-    """A populated FalkorDB store, closed again, and the environment of a `keymem` subprocess on it."""
-    from keymem.memory.graph import MemoryGraph
-
-    g = MemoryGraph.open(settings, embedder=minilm_embedder, reranker=None, progress=False)
-    try:
-        ids = populate(g)
-    finally:
-        g.close()
-    assert settings.store_url is not None
-    env = cli_env(settings, minilm_dir, KEYMEM_STORE_URL=settings.store_url)
-    return {"settings": settings, "env": env, "ids": ids, "url": settings.store_url}
+def falkordb_env(store_env: dict[str, Any]) -> dict[str, Any]:
+    """``store_env`` (a populated store, closed again, and a `keymem` subprocess's environment) on this
+    module's FalkorDB graph, with its URL."""
+    url = store_env["settings"].store_url
+    assert url is not None and store_env["env"]["KEYMEM_STORE_URL"] == url
+    return {**store_env, "url": url}
 
 
 def test_the_commands_that_read_the_store_work_on_falkordb(falkordb_env: dict[str, Any]) -> None:

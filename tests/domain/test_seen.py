@@ -8,21 +8,22 @@ from keymem.errors import InvalidInput
 from keymem.memory.graph import MemoryGraph
 from keymem.memory.views import MAX_SEEN
 
+PET_FACTS = [
+    "The user's dog Biscuit is a beagle who loves the beach",
+    "The user's cat Miso sleeps on the radiator all winter",
+    "The user's parrot Kiwi can whistle the Star Wars theme",
+    "The user walks Biscuit at seven every morning before work",
+    "The user's hamster Pip escaped twice last spring",
+    "The user feeds Miso salmon on Sundays as a treat",
+    "The user's goldfish Bubbles lives in a tank in the kitchen",
+    "The user takes Kiwi to the vet in Leeds every March",
+]
+
 
 @pytest.fixture
 def pets(graph: MemoryGraph) -> list[str]:
     """Eight memories under one key, each a different fact about the user's pets."""
-    facts = [
-        "The user's dog Biscuit is a beagle who loves the beach",
-        "The user's cat Miso sleeps on the radiator all winter",
-        "The user's parrot Kiwi can whistle the Star Wars theme",
-        "The user walks Biscuit at seven every morning before work",
-        "The user's hamster Pip escaped twice last spring",
-        "The user feeds Miso salmon on Sundays as a treat",
-        "The user's goldfish Bubbles lives in a tank in the kitchen",
-        "The user takes Kiwi to the vet in Leeds every March",
-    ]
-    return [graph.remember(content=f, keys=["pets", "animals"]).memory_id for f in facts]
+    return [graph.remember(content=f, keys=["pets", "animals"]).memory_id for f in PET_FACTS]
 
 
 def delivered(result: dict) -> list[str]:

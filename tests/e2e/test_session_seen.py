@@ -10,20 +10,14 @@ import pytest
 from mcp import Client
 
 from keymem.server.render import render
+from tests.domain.test_seen import PET_FACTS
 from tests.e2e.support import Keymem
 from tests.e2e.test_stdio_tools import Session, params
 
 pytestmark = pytest.mark.timeout(120)
 
 FACTS = [
-    "The user's dog Biscuit is a beagle who loves the beach",
-    "The user's cat Miso sleeps on the radiator all winter",
-    "The user's parrot Kiwi can whistle the Star Wars theme",
-    "The user walks Biscuit at seven every morning before work",
-    "The user's hamster Pip escaped twice last spring",
-    "The user feeds Miso salmon on Sundays as a treat",
-    "The user's goldfish Bubbles lives in a tank in the kitchen",
-    "The user takes Kiwi to the vet in Leeds every March",
+    *PET_FACTS,
     "The user's tortoise Dot eats dandelions from the garden",
     "The user bought a new scratching post for Miso in June",
     "The user's rabbit Clover hops around the living room at night",

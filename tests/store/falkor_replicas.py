@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conftest_engines import falkordb_binaries, free_port
+from tests.conftest_engines import falkordb_binaries, free_port, stop_process
 
 START_SECONDS = 15.0
 MASTER = "keymem"  # the name the Sentinel monitors
@@ -45,12 +45,7 @@ class Node:
             return
         with suppress(ProcessLookupError):
             os.kill(self.process.pid, signal.SIGCONT)  # a paused node would never see the TERM
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
+        stop_process(self.process)
 
 
 def _wait_ping(node: Node) -> Node:
