@@ -12,7 +12,7 @@ from keymem.errors import StoreError
 from keymem.store import cypher, migrations
 from keymem.store.db import Store
 from keymem.store.vectors import KeyVectors
-from tests.store.test_contract import assert_each_finds_itself_in_its_namespace
+from tests.store.test_contract import _unit, assert_each_finds_itself_in_its_namespace
 
 
 @pytest.fixture
@@ -99,11 +99,6 @@ def test_backup_is_a_consistent_copy(store: Store, tmp_path: Path) -> None:
         assert copy.query("meta/get", name="k") == [{"value": "v"}]
     finally:
         copy.close()
-
-
-def _unit(rng: np.random.Generator, dim: int) -> np.ndarray:
-    v = rng.normal(size=dim).astype(np.float32)
-    return v / np.linalg.norm(v)
 
 
 def _needs_hnsw(store: Store) -> None:
