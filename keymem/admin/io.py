@@ -204,22 +204,14 @@ def _key(rec: dict[str, Any], n: int) -> dict[str, Any]:
     assert text is not None
     if len(text) > validate.MAX_KEY_CHARS:
         raise _fail(n, f"key text is longer than {validate.MAX_KEY_CHARS} characters")
-    aliases = rec.get("aliases", [])
-    if not isinstance(aliases, list):
-        raise _fail(n, "aliases must be a list")
-    out_aliases = []
-    for i, a in enumerate(aliases):
-        if not isinstance(a, dict):
-            raise _fail(n, f"aliases[{i}] must be an object")
-        try:
-            _only(a, ALIAS_FIELDS, n)
-            out_aliases.append({
-                "id": _ident(a, "id", "a", n), "text": _str(a, "text", n), "learned": _bool(a, "learned", n),
+
+    def alias(a: dict[str, Any]) -> dict[str, Any]:
+        _only(a, ALIAS_FIELDS, n)
+        return {"id": _ident(a, "id", "a", n), "text": _str(a, "text", n), "learned": _bool(a, "learned", n),
                 "hits": _int(a, "hits", n), "created_at": _num(a, "created_at", n),
-                "last_hit_at": _num(a, "last_hit_at", n, optional=True),
-            })
-        except ImportError_ as exc:
-            raise ImportError_(str(exc).replace(": ", f": aliases[{i}]: ", 1)) from None
+                "last_hit_at": _num(a, "last_hit_at", n, optional=True)}
+
+    out_aliases = _objects(rec, "aliases", n, alias)
     return {
         "id": _ident(rec, "id", "k", n), "namespace": ns, "text": text, "key_type": key_type,
         "created_at": _num(rec, "created_at", n), "last_hit_at": _num(rec, "last_hit_at", n, optional=True),
@@ -227,29 +219,37 @@ def _key(rec: dict[str, Any], n: int) -> dict[str, Any]:
     }
 
 
-def _pending(rec: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    """A key record's pending aliases: ids are the key's id, U+001F and the normalised query; counts >= 1."""
-    pending = rec.get("pending", [])
-    if not isinstance(pending, list):
-        raise _fail(n, "pending must be a list")
+def _objects(rec: dict[str, Any], field: str, n: int,
+             parse: Callable[[dict[str, Any]], dict[str, Any]]) -> list[dict[str, Any]]:
+    """A record's list of objects under ``field`` (absent: none), each parsed, an error naming its place."""
+    items = rec.get(field, [])
+    if not isinstance(items, list):
+        raise _fail(n, f"{field} must be a list")
     out = []
-    for i, p in enumerate(pending):
-        if not isinstance(p, dict):
-            raise _fail(n, f"pending[{i}] must be an object")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise _fail(n, f"{field}[{i}] must be an object")
         try:
-            _only(p, PENDING_FIELDS, n)
-            pid = _str(p, "id", n)
-            if not isinstance(pid, str) or not pid.startswith(f"{rec.get('id')}\x1f"):
-                raise _fail(n, f"id {shown(pid)} must be the key's id, U+001F and the normalised query")
-            count = _int(p, "count", n)
-            if count < 1:
-                raise _fail(n, f"count must be at least 1, not {count}")
-            out.append({"id": pid, "query": _str(p, "query", n), "count": count,
-                        "last_at": _num(p, "last_at", n)})
+            out.append(parse(item))
         except ImportError_ as exc:
-            raise ImportError_(str(exc).replace(": ", f": pending[{i}]: ", 1)) from None
+            raise ImportError_(str(exc).replace(": ", f": {field}[{i}]: ", 1)) from None
     return out
 
+
+def _pending(rec: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """A key record's pending aliases: ids are the key's id, U+001F and the normalised query; counts >= 1."""
+
+    def pending(p: dict[str, Any]) -> dict[str, Any]:
+        _only(p, PENDING_FIELDS, n)
+        pid = _str(p, "id", n)
+        if not isinstance(pid, str) or not pid.startswith(f"{rec.get('id')}\x1f"):
+            raise _fail(n, f"id {shown(pid)} must be the key's id, U+001F and the normalised query")
+        count = _int(p, "count", n)
+        if count < 1:
+            raise _fail(n, f"count must be at least 1, not {count}")
+        return {"id": pid, "query": _str(p, "query", n), "count": count, "last_at": _num(p, "last_at", n)}
+
+    return _objects(rec, "pending", n, pending)
 
 
 def _memory(rec: dict[str, Any], n: int, max_chars: int) -> dict[str, Any]:
