@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,14 +94,14 @@ def stop_falkordb(server: FalkorServer) -> None:
     stop_process(server.process)
 
 
-def stop_process(process: subprocess.Popen[bytes]) -> None:
-    """TERM, then KILL if it has not gone within 10 s."""
+def stop_process(process: subprocess.Popen[Any], timeout: float = 10) -> None:
+    """TERM, then KILL if it has not gone within ``timeout`` seconds."""
     process.terminate()
     try:
-        process.wait(timeout=10)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
-        process.wait(timeout=10)
+        process.wait(timeout=timeout)
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from tests.conftest_engines import stop_process
 from tests.e2e.support import SERVER_CMD, Keymem
 
 
@@ -79,12 +80,7 @@ def http_server(km: Keymem, *args: str, port: int | None = None, extra_args: Seq
             time.sleep(0.1)
         yield f"{base}/mcp", proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        stop_process(proc, timeout=15)
         if stop_daemon:
             km.stop_all()
 
