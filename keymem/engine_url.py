@@ -13,7 +13,7 @@ Parsed without importing any engine, so a bad value is one line at settings time
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import unquote, urlsplit
 
 DEFAULT_PREFIX = "keymem"
@@ -40,11 +40,16 @@ class FalkorURL:
     password: str | None = None
     sentinels: tuple[tuple[str, int], ...] = ()
     master: str | None = None
+    namespace: str | None = None  # set: the graph of this one namespace (KEYMEM_FALKORDB_GRAPHS=namespace)
 
     @property
     def graph(self) -> str:
-        """The graph holding the store."""
-        return self.prefix
+        """The graph holding the store: ``prefix``, or ``prefix:namespace`` for one namespace's graph."""
+        return self.prefix if self.namespace is None else f"{self.prefix}:{self.namespace}"
+
+    def for_namespace(self, namespace: str) -> FalkorURL:
+        """The same server, the graph of ``namespace`` alone."""
+        return replace(self, namespace=namespace)
 
     @property
     def via_sentinel(self) -> bool:

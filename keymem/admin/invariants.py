@@ -196,6 +196,19 @@ def _namespace_of(graph: MemoryGraph, memory_id: str) -> str:
 DIGEST_SKIPS_LABELS = frozenset({"Request", "Change", "ChangeHead"})
 DIGEST_SKIPS_PROPERTIES = {"KeymemMigration": frozenset({"applied_at"}), "Memory": frozenset({"terms"})}
 DIGEST_DIGITS = 15  # FalkorDB answers doubles with 15 significant digits
+# What every graph of a graph-per-namespace store holds once for itself (its schema steps and settings):
+# digested from the first graph only, so the store digests as the same data in one graph does.
+PER_GRAPH_LABELS = frozenset({"Meta", "KeymemMigration"})
+
+
+def _digest_parts(graph: Any) -> list[Any]:
+    """The graphs a digest reads: each namespace's on a graph-per-namespace store (the default one first),
+    else the one."""
+    from keymem.memory.namespace_graphs import NamespaceGraphs
+
+    if isinstance(graph, NamespaceGraphs):
+        return [graph.home, *(g for ns, g in graph.graphs() if g is not graph.home)]
+    return [graph]
 
 
 def _canonical(value: Any) -> Any:
@@ -225,9 +238,11 @@ def store_digest(graph: MemoryGraph) -> dict[str, Any]:
     import hashlib
     import json
 
-    access = getattr(graph, "access", None)  # a store-only view (the CLI's own open) has none
-    if access is not None:
-        access.flush()
+    parts = _digest_parts(graph)
+    for part in parts:
+        access = getattr(part, "access", None)  # a store-only view (the CLI's own open) has none
+        if access is not None:
+            access.flush()
 
     counts: Counter[str] = Counter()
     lines: list[str] = []
@@ -240,14 +255,18 @@ def store_digest(graph: MemoryGraph) -> dict[str, Any]:
         clean = {k: _canonical(v) for k, v in row.items() if not k.startswith("_") and v is not None and k not in skip}
         lines.append(json.dumps([label, clean], sort_keys=True, default=repr))
 
-    for r in graph.store.query("invariants/digest_nodes"):
-        feed(r["label"], r["n"])
-    for r in graph.store.query("invariants/digest_rels"):
-        feed(r["label"], {**r["r"], "src": r["src"], "dst": r["dst"]})
+    vecs: list[dict[str, Any]] = []
+    for i, part in enumerate(parts):
+        for r in part.store.query("invariants/digest_nodes"):
+            if i == 0 or r["label"] not in PER_GRAPH_LABELS:
+                feed(r["label"], r["n"])
+        for r in part.store.query("invariants/digest_rels"):
+            feed(r["label"], {**r["r"], "src": r["src"], "dst": r["dst"]})
+        vecs.extend(r for r in part.store.query("invariants/digest_vecs") if i == 0 or r["id"] != SENTINEL)
     h = hashlib.sha256()
     for line in sorted(lines):
         h.update(line.encode("utf-8"))
-    for r in sorted(graph.store.query("invariants/digest_vecs"), key=lambda r: r["id"]):
+    for r in sorted(vecs, key=lambda r: r["id"]):
         feed("KeyVec", {"id": r["id"], "namespace": r["namespace"]})
         h.update(lines.pop().encode("utf-8"))
         h.update(np.asarray(r["vec"], dtype=np.float32).tobytes())

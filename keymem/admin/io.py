@@ -37,6 +37,7 @@ from keymem.text.tokenize import normalize_text
 
 if TYPE_CHECKING:
     from keymem.memory.graph import MemoryGraph
+    from keymem.memory.namespace_graphs import NamespaceGraphs
     from keymem.store.db import Store
 
 FORMAT = "keymem-export"
@@ -96,6 +97,50 @@ def export_records(store: Store, namespace: str | None, now: float) -> Iterator[
 def export_lines(store: Store, namespace: str | None, now: float) -> list[str]:
     """The export as text lines (no trailing newlines); the same store gives the same lines."""
     return [json.dumps(r, ensure_ascii=False, sort_keys=False) for r in export_records(store, namespace, now)]
+
+
+def export_lines_of(stores: list[Store], now: float) -> list[str]:
+    """The export of every namespace of a store with a graph per namespace (``stores``, one per graph): one
+    header, then each kind of record in the order one graph's export gives them."""
+    order = ("key", "memory", "link", "related")
+    header: dict[str, Any] | None = None
+    kinds: dict[str, list[dict[str, Any]]] = {kind: [] for kind in order}
+    for store in stores:
+        for r in export_records(store, None, now):
+            if r["type"] == "header":
+                if header is not None and header["tokenizer"] != r["tokenizer"]:
+                    header["tokenizer"] = None  # the terms are then recomputed on import
+                header = header or r
+            else:
+                kinds[r["type"]].append(r)
+    records = [header or {"type": "header", "format": FORMAT, "version": VERSION, "namespace": None, "tokenizer": None}]
+    for kind in order:
+        records.extend(sorted(kinds[kind], key=lambda r: (r.get("id") or "", r.get("key_id") or r.get("src") or "",
+                                                          r.get("memory_id") or r.get("dst") or "")))
+    return [json.dumps(r, ensure_ascii=False, sort_keys=False) for r in records]
+
+
+def split_by_namespace(plan: ImportPlan) -> dict[str, ImportPlan]:
+    """A validated plan as one plan per namespace (a store with a graph per namespace writes each alone);
+    links and related edges go with their memory's namespace (validation keeps both ends in one)."""
+    where = {m["id"]: m["namespace"] for m in plan.memories}
+    out: dict[str, ImportPlan] = {}
+
+    def part(namespace: str) -> ImportPlan:
+        return out.setdefault(namespace, ImportPlan(tokenizer=plan.tokenizer))
+
+    for k in plan.keys:
+        part(k["namespace"]).keys.append(k)
+    for m in plan.memories:
+        part(m["namespace"]).memories.append(m)
+    for link in plan.links:
+        part(where[link["memory_id"]]).links.append(link)
+    for rel in plan.related:
+        if where[rel["src"]] != where[rel["dst"]]:
+            raise _fail(rel["line"], "related joins memories of two namespaces, and this store keeps each "
+                                     "namespace in its own graph (KEYMEM_FALKORDB_GRAPHS=namespace)")
+        part(where[rel["src"]]).related.append(rel)
+    return out
 
 
 # -- validation ----------------------------------------------------------------------------------
@@ -394,8 +439,17 @@ def _check_references(plan: ImportPlan) -> None:
 # -- import ------------------------------------------------------------------------------------
 
 
-def import_plan(graph: MemoryGraph, plan: ImportPlan, progress: Progress | None = None) -> dict[str, int]:
-    """Write a validated plan in one transaction; records already present are left alone."""
+def import_plan(graph: MemoryGraph | NamespaceGraphs, plan: ImportPlan, progress: Progress | None = None) -> dict[str, int]:
+    """Write a validated plan in one transaction; records already present are left alone. On a store with a
+    graph per namespace, each namespace's records are one transaction in its graph."""
+    from keymem.memory.namespace_graphs import NamespaceGraphs
+
+    if isinstance(graph, NamespaceGraphs):
+        report: dict[str, int] = {}
+        for namespace, part in split_by_namespace(plan).items():  # checked whole before anything is written
+            for name, n in import_plan(graph.graph(namespace), part, progress).items():
+                report[name] = report.get(name, 0) + n
+        return report
     store = graph.store
     report = {"keys_created": 0, "keys_merged": 0, "aliases_created": 0, "memories_created": 0,
               "memories_existing": 0, "links_created": 0, "links_existing": 0, "related_created": 0,

@@ -112,10 +112,11 @@ class Target:
 
         s = self.settings
         try:
-            if self.need == "graph":
-                from keymem.memory.graph import MemoryGraph
+            if self.need == "graph" or (s.store_url and s.falkordb_graphs == "namespace"):
+                # a graph per namespace is read through the graphs that route to them (its store alone is none)
+                from keymem.memory.namespace_graphs import open_memory
 
-                self.local = MemoryGraph.open(s, progress=sys.stderr.isatty())
+                self.local = open_memory(s, progress=sys.stderr.isatty())
             elif s.store_url:  # a server engine: the factory opens it (read-only refuses writes there)
                 from keymem.store import migrations
                 from keymem.store.factory import open_store

@@ -21,6 +21,7 @@ from typing import Any
 from uuid import UUID
 
 from keymem.errors import InvalidInput, NotFound, shown
+from keymem.memory import validate
 from keymem.server.host import daemon_method
 from keymem.store import cypher
 from keymem.store.db import pool_exhausted
@@ -377,8 +378,25 @@ def server_of(store: Any) -> dict[str, Any] | None:
 def export(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     from keymem.admin import io
 
-    _flush_access(graph)
-    return {"lines": io.export_lines(graph.store, params.get("namespace"), graph.now())}
+    namespace = params.get("namespace")
+    parts = _namespace_parts(graph)
+    if parts is None:
+        _flush_access(graph)
+        return {"lines": io.export_lines(graph.store, namespace, graph.now())}
+    if namespace is not None:  # one namespace: its own graph's export
+        part = graph.graph(validate.namespace(namespace))
+        _flush_access(part)
+        return {"lines": io.export_lines(part.store, namespace, graph.now())}
+    for _, part in parts:
+        _flush_access(part)
+    return {"lines": io.export_lines_of([part.store for _, part in parts], graph.now())}
+
+
+def _namespace_parts(graph: Any) -> list[tuple[str, Any]] | None:
+    """(namespace, graph) of each namespace on a graph-per-namespace store; None for a store in one graph."""
+    from keymem.memory.namespace_graphs import NamespaceGraphs
+
+    return list(graph.graphs()) if isinstance(graph, NamespaceGraphs) else None
 
 
 def _flush_access(graph: Any) -> None:
@@ -400,7 +418,10 @@ def import_records(graph: Any, params: dict[str, Any]) -> dict[str, int]:
 def check(graph: Any, params: dict[str, Any]) -> list[str]:
     from keymem.admin.invariants import check_invariants
 
-    return check_invariants(graph)
+    parts = _namespace_parts(graph)
+    if parts is None:
+        return check_invariants(graph)
+    return [f"namespace {namespace}: {problem}" for namespace, part in parts for problem in check_invariants(part)]
 
 
 @daemon_method

@@ -138,8 +138,13 @@ class MemoryGraph:
         reranker: Reranker | None | Callable[[], Reranker | None] | str = "auto",
         clock: Callable[[], float] = time.time,
         progress: bool = True,
+        store: Store | None = None,
     ) -> MemoryGraph:
-        """Open (or create) the store under ``settings.data_dir`` and make it ready to serve."""
+        """Open (or create) the store under ``settings.data_dir`` and make it ready to serve.
+
+        ``store``: an opened store to serve instead of the one ``settings`` names (one namespace's graph,
+        keymem/memory/namespace_graphs.py); it is closed with the graph.
+        """
         settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         limit_blas_threads(settings.blas_threads)  # the process that owns the store: see keymem/native.py
         if embedder is None:
@@ -153,9 +158,10 @@ class MemoryGraph:
                 return build_reranker(settings, progress=progress)
 
             reranker = load if settings.rerank else None
-        from keymem.store.factory import open_store
+        if store is None:
+            from keymem.store.factory import open_store
 
-        store = open_store(settings)  # KEYMEM_STORE_URL's engine; a LadybugDB file of another version is upgraded once
+            store = open_store(settings)  # KEYMEM_STORE_URL's engine; a LadybugDB file of another version is upgraded once
         try:
             migrations.migrate(store)
             graph = cls(settings, store, embedder, reranker=reranker, clock=clock)  # type: ignore[arg-type]

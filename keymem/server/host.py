@@ -173,9 +173,9 @@ class GraphHost:
 
 
 def _open_graph(settings: Settings) -> MemoryGraph:
-    from keymem.memory.graph import MemoryGraph
+    from keymem.memory.namespace_graphs import open_memory
 
-    return MemoryGraph.open(settings, progress=False)
+    return open_memory(settings, progress=False)  # type: ignore[return-value]  # the same surface
 
 
 def _precount(settings: Settings) -> dict[str, int] | None:

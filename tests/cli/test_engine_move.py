@@ -7,7 +7,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from keymem.memory.graph import MemoryGraph
+from keymem.memory.namespace_graphs import open_memory
 from keymem.settings import Settings
 from tests.cli.conftest import cli_env, populate, run_cli
 from tests.conftest_engines import FalkorServer, drop_graphs
@@ -36,22 +39,26 @@ def _digest(out: Any) -> str:
     return lines[0]
 
 
-def _recalls(settings: Settings, embedder: Any, store_url: str | None = None) -> list[Any]:
+def _recalls(settings: Settings, embedder: Any, store_url: str | None = None, graphs: str = "one") -> list[Any]:
     """What recall answers for QUERIES on a store (in this process: the model is loaded once)."""
-    g = MemoryGraph.open(settings.with_overrides(store_url=store_url), embedder=embedder, reranker=None, progress=False)
+    g = open_memory(settings.with_overrides(store_url=store_url, falkordb_graphs=graphs), embedder=embedder,
+                    reranker=None, progress=False)
     try:
         return [g.recall(query=q).dump() for q in QUERIES]
     finally:
         g.close()
 
 
+@pytest.mark.parametrize("graphs", ["one", "namespace"])
 def test_export_import_between_engines_keeps_the_digest(settings: Settings, minilm_dir: Path, minilm_embedder: Any,
-                                                        falkordb_server: FalkorServer, tmp_path: Path) -> None:
+                                                        falkordb_server: FalkorServer, tmp_path: Path,
+                                                        graphs: str) -> None:
+    """Into FalkorDB with every namespace in one graph, or a graph per namespace, and back."""
     _write_everything(settings, minilm_embedder)
     ladybug = cli_env(settings, minilm_dir)
     prefix = f"t{uuid.uuid4().hex[:12]}"
     falkor = cli_env(settings.with_overrides(data_dir=tmp_path / "falkor"), minilm_dir,
-                     KEYMEM_STORE_URL=falkordb_server.url(prefix))
+                     KEYMEM_STORE_URL=falkordb_server.url(prefix), KEYMEM_FALKORDB_GRAPHS=graphs)
     back = cli_env(settings.with_overrides(data_dir=tmp_path / "back"), minilm_dir)
     try:
         out = run_cli(["export", str(tmp_path / "from-ladybug.jsonl")], ladybug)
@@ -64,6 +71,11 @@ def test_export_import_between_engines_keeps_the_digest(settings: Settings, mini
         assert out.returncode == 0, out.stderr
         assert _digest(out) == source
         assert "memories created 9" in out.stdout and "aliases created 1" in out.stdout
+        made = falkordb_server.graphs()
+        if graphs == "namespace":  # each namespace its own graph, none for the whole store
+            assert {f"{prefix}:default", f"{prefix}:work"} <= set(made) and prefix not in made
+        else:
+            assert prefix in made and f"{prefix}:work" not in made
 
         out = run_cli(["export", str(tmp_path / "from-falkordb.jsonl")], falkor)
         assert out.returncode == 0, out.stderr
@@ -75,7 +87,7 @@ def test_export_import_between_engines_keeps_the_digest(settings: Settings, mini
         expected = _recalls(settings, minilm_embedder)
         assert all(a["keys"] for a in expected)
         assert _recalls(settings.with_overrides(data_dir=tmp_path / "falkor"), minilm_embedder,
-                        falkordb_server.url(prefix)) == expected
+                        falkordb_server.url(prefix), graphs) == expected
         assert _recalls(settings.with_overrides(data_dir=tmp_path / "back"), minilm_embedder) == expected
     finally:
         drop_graphs(falkordb_server, prefix)
