@@ -270,10 +270,11 @@ def _shared_reranker(settings: Settings, progress: bool) -> Callable[[], Reranke
     return load
 
 
-def check_layout(graphs: list[str], url: FalkorURL, layout: str) -> None:
+def check_layout(graphs: list[str], url: FalkorURL, layout: str, *, one_holds_data: bool = True) -> None:
     """Refuse to open a store whose server holds the other layout's graphs: the same data would be
-    invisible under this one. One line saying how to move it."""
-    one = url.prefix in graphs
+    invisible under this one. One line saying how to move it. ``one_holds_data``: the graph ``prefix``
+    holds keys or memories (a read of a graph that does not exist leaves an empty one behind)."""
+    one = url.prefix in graphs and one_holds_data
     per_namespace = bool(namespace_graph_names(graphs, url.prefix))
     if layout == "namespace" and one:
         raise StoreError(f"the FalkorDB store {url.shown()} keeps its namespaces in one graph ({url.prefix}) but "
@@ -286,11 +287,20 @@ def check_layout(graphs: list[str], url: FalkorURL, layout: str) -> None:
 
 def server_graphs(url: FalkorURL) -> list[str]:
     """Every graph name on the server (a short-lived connection of its own)."""
+    return _server_layout(url)[0]
+
+
+def _server_layout(url: FalkorURL) -> tuple[list[str], bool]:
+    """The server's graph names, and whether the graph ``prefix`` holds any key or memory."""
     from keymem.store.falkordb import FalkorStore
 
     probe = FalkorStore(url, read_only=True)
     try:
-        return probe.graphs()
+        graphs = probe.graphs()
+        if url.prefix not in graphs:
+            return graphs, False
+        counts = probe.query("admin/counts", now=time.time())
+        return graphs, bool(counts) and (int(counts[0]["keys"] or 0) + int(counts[0]["memories"] or 0)) > 0
     finally:
         probe.close()
 
@@ -302,7 +312,8 @@ def open_memory(settings: Settings, **kwargs: Any) -> MemoryGraph | NamespaceGra
         from keymem.engine_url import parse_store_url
 
         url = parse_store_url(settings.store_url)
-        check_layout(server_graphs(url), url, settings.falkordb_graphs)
+        graphs, one_holds_data = _server_layout(url)
+        check_layout(graphs, url, settings.falkordb_graphs, one_holds_data=one_holds_data)
         if settings.falkordb_graphs == "namespace":
             return NamespaceGraphs.open(settings, **kwargs)
     return MemoryGraph.open(settings, **kwargs)

@@ -182,6 +182,8 @@ def _precount(settings: Settings) -> dict[str, int] | None:
     """Counts straight from the store before the models load (for the server instructions)."""
     if not settings.store_url and not settings.db_path.exists():
         return {"keys": 0, "memories": 0, "links": 0}
+    if settings.store_url and settings.falkordb_graphs == "namespace":
+        return None  # no one graph to count (and a read would leave an empty graph "prefix" behind)
     try:
         from keymem.store.factory import open_store
 

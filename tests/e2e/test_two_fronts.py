@@ -42,19 +42,32 @@ class Fronts:
         return int(reply[1][0][0])
 
 
-@pytest.fixture
-def fronts(falkordb_server: FalkorServer, minilm_dir: Path) -> Iterator[Fronts]:
+@contextlib.contextmanager
+def _fronts(server: FalkorServer, minilm_dir: Path, **extra: str) -> Iterator[Fronts]:
     graph = f"t{uuid.uuid4().hex[:12]}"
-    url = falkordb_server.url(graph)
+    url = server.url(graph)
     with private_dir() as da, private_dir() as db:
-        a = Keymem(da / "data", keymem_env(da / "data", minilm_dir, KEYMEM_STORE_URL=url))
-        b = Keymem(db / "data", keymem_env(db / "data", minilm_dir, KEYMEM_STORE_URL=url))
+        a = Keymem(da / "data", keymem_env(da / "data", minilm_dir, KEYMEM_STORE_URL=url, **extra))
+        b = Keymem(db / "data", keymem_env(db / "data", minilm_dir, KEYMEM_STORE_URL=url, **extra))
         try:
-            yield Fronts(falkordb_server, graph, a, b)
+            yield Fronts(server, graph, a, b)
         finally:
             a.stop_all()
             b.stop_all()
-            drop_graphs(falkordb_server, graph)
+            drop_graphs(server, graph)
+
+
+@pytest.fixture
+def fronts(falkordb_server: FalkorServer, minilm_dir: Path) -> Iterator[Fronts]:
+    with _fronts(falkordb_server, minilm_dir) as f:
+        yield f
+
+
+@pytest.fixture
+def namespace_fronts(falkordb_server: FalkorServer, minilm_dir: Path) -> Iterator[Fronts]:
+    """Two fronts on a store that keeps each namespace in its own graph."""
+    with _fronts(falkordb_server, minilm_dir, KEYMEM_FALKORDB_GRAPHS="namespace") as f:
+        yield f
 
 
 async def _open(km: Keymem, stack: contextlib.AsyncExitStack) -> Session:
@@ -199,3 +212,27 @@ def test_a_request_id_retried_on_the_other_front_writes_once(fronts: Fronts) -> 
     asyncio.run(main())
     assert fronts.count("The Hanoi depot opens at 07:30") == 1
     assert fronts.count("The Quito depot opens at 08:00") == 1
+
+
+def test_fronts_on_a_graph_per_namespace_serve_each_namespace_from_its_graph(namespace_fronts: Fronts) -> None:
+    f = namespace_fronts
+
+    async def main() -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            a, b = await _two(f, stack)
+            team_a = await a.ok("remember", {"content": "Team A ships the billing service", "keys": ["billing"],
+                                             "namespace": "team-a"})
+            team_b = await a.ok("remember", {"content": "Team B owns the search cluster", "keys": ["search cluster"],
+                                             "namespace": "team-b"})
+            # the other front finds a namespace made after it opened, by recall within it and by id
+            assert (await b.ok("recall", {"query": "search cluster", "namespace": "team-a"}))["memory"] is None
+            found = await b.ok("recall", {"query": "search cluster", "namespace": "team-b"})
+            assert found["memory"]["memory_id"] == team_b["memory_id"]
+            read = await b.ok("read_memory", {"memory_id": team_b["memory_id"]})
+            assert (read["namespace"], read["content"]) == ("team-b", "Team B owns the search cluster")
+            await b.ok("forget", {"memory_id": team_a["memory_id"]})
+            assert "does not exist" in await a.err("read_memory", {"memory_id": team_a["memory_id"]})
+
+    asyncio.run(main())
+    made = set(f.server.graphs())
+    assert {f"{f.graph}:default", f"{f.graph}:team-a", f"{f.graph}:team-b"} <= made and f.graph not in made
