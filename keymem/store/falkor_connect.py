@@ -14,6 +14,11 @@ acknowledged.
   writes may have gone over other connections of the pool, so the acknowledgement first sends one
   ``PUBLISH`` on the same connection (it is replicated, writes no key, and moves that connection's
   replication offset past every write committed before it) and then ``WAIT``, in one round trip.
+* A Redis Cluster (``falkordb://`` naming any of its nodes): the client finds the cluster itself and
+  sends each graph's commands to the shard holding it. Keys kept beside a graph carry its name as a
+  hash tag (``{<graph>}:writer``, :func:`beside`), so they live on its shard; :func:`list_graphs` asks
+  every primary; the acknowledgement goes to the graph's shard (a cluster does not replicate
+  ``PUBLISH``, so there a ``SET`` of ``{<graph>}:ack`` moves the offset instead).
 """
 
 from __future__ import annotations
@@ -32,6 +37,31 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT_S = 2.0  # an unreachable server is one line within this
 ACK_CHANNEL = "keymem:ack"  # the PUBLISH that carries WAIT's offset (nobody subscribes)
+ACK_KEY_TTL_MS = 60_000  # on a cluster, the key whose SET carries WAIT's offset instead
+
+
+def beside(graph: str, name: str) -> str:
+    """The key ``name`` kept beside ``graph`` (``{graph}:name``): its hash tag is the graph's name, and a
+    name without braces hashes whole, so on a Redis Cluster the key shares the graph's slot."""
+    return f"{{{graph}}}:{name}"
+
+
+def cluster_of(connection: Any) -> Any | None:
+    """The ``redis.cluster.RedisCluster`` when ``connection`` is one (the client found a cluster), else None."""
+    from redis.cluster import RedisCluster
+
+    return connection if isinstance(connection, RedisCluster) else None
+
+
+def list_graphs(connection: Any) -> list[str]:
+    """Every graph's name (GRAPH.LIST), on a cluster from every primary, in name order."""
+    cluster = cluster_of(connection)
+    if cluster is None:
+        names = list(connection.execute_command("GRAPH.LIST"))
+    else:
+        reply = cluster.execute_command("GRAPH.LIST", target_nodes=cluster.PRIMARIES)
+        names = [g for listed in reply.values() for g in listed] if isinstance(reply, dict) else list(reply)
+    return sorted(g.decode() if isinstance(g, bytes) else str(g) for g in names)
 
 
 @dataclass(frozen=True)
@@ -135,8 +165,15 @@ def connect(url: FalkorURL) -> Any:
     client, _, _ = _probe(url, _Deadline(CONNECT_TIMEOUT_S))
     client.close()
     if not url.via_sentinel:
-        return FalkorDB(host=url.host, port=url.port, username=url.username, password=url.password,
-                        socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=None)
+        db = FalkorDB(host=url.host, port=url.port, username=url.username, password=url.password,
+                      socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=None)
+        if (cluster := cluster_of(db.connection)) is not None:
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+
+            # A write whose connection dropped may have run: never send it twice (redirects still follow).
+            cluster.set_retry(Retry(NoBackoff(), 0))
+        return db
     from falkordb.sentinel import FalkorDBSentinelManagedConnection, FalkorDBSentinelRedis
     from redis.sentinel import Sentinel
 
@@ -168,24 +205,36 @@ class _OnConnection:
         self.connection.close()
 
 
-def acknowledge(connection: Any, policy: AckPolicy, url: FalkorURL) -> None:
-    """Return once the writes committed so far are acknowledged as ``policy`` says; else a
-    :class:`StoreError` saying what is committed where and what is missing."""
+def acknowledge(connection: Any, policy: AckPolicy, url: FalkorURL, graph: str | None = None) -> None:
+    """Return once the writes committed so far (to ``graph``) are acknowledged as ``policy`` says; else a
+    :class:`StoreError` saying what is committed where and what is missing. On a cluster the ``WAIT``
+    goes to the primary of the shard holding ``graph`` and counts that shard's replicas."""
     if policy.replicas <= 0:
         return
     import redis
 
-    pipe = connection.pipeline(transaction=False)
-    pipe.execute_command("PUBLISH", ACK_CHANNEL, "1")
+    cluster = cluster_of(connection)
+    if cluster is None:
+        pipe = connection.pipeline(transaction=False)
+        pipe.execute_command("PUBLISH", ACK_CHANNEL, "1")
+        primary = f"the primary of {url.shown()}"
+    else:
+        # A cluster sends PUBLISH over its bus, not down the replication stream: a replicated SET on the
+        # graph's shard moves the connection's offset past the writes instead.
+        graph = graph or url.graph
+        node = cluster.get_node_from_key(graph)
+        pipe = cluster.get_redis_connection(node).pipeline(transaction=False)
+        pipe.execute_command("SET", beside(graph, "ack"), "1", "PX", ACK_KEY_TTL_MS)
+        primary = f"{node.name}, the primary of the shard holding the graph {graph} of {url.shown()}"
     pipe.execute_command("WAIT", policy.replicas, policy.timeout_ms)
     try:
         _, got = pipe.execute()
     except (redis.exceptions.RedisError, OSError) as exc:
-        raise StoreError(f"the write is committed on the primary of {url.shown()}, but asking its replicas to "
+        raise StoreError(f"the write is committed on {primary}, but asking its replicas to "
                          f"acknowledge it failed ({_first_line(exc)}): it is lost if that primary fails before "
                          "they copy it") from None
     if int(got) < policy.replicas:
-        raise StoreError(f"the write is committed on the primary of {url.shown()}, but only {int(got)} of the "
+        raise StoreError(f"the write is committed on {primary}, but only {int(got)} of the "
                          f"{policy.replicas} replica(s) KEYMEM_FALKORDB_ACK_REPLICAS asks for acknowledged it "
                          f"within {policy.timeout_ms} ms: it is lost if that primary fails before they copy it")
 
@@ -206,15 +255,19 @@ def server_facts(url: FalkorURL) -> dict[str, Any]:
                 config.update({str(k): str(v) for k, v in client.config_get(name).items()})
             except redis.exceptions.ResponseError:  # CONFIG renamed or refused (managed servers)
                 config[name] = "unknown"
+        cluster = _cluster_facts(client) if info.get("redis_mode") == "cluster" else None
     except (redis.exceptions.RedisError, OSError) as exc:
         raise StoreError(f"the FalkorDB server {where} stopped answering ({_first_line(exc)})") from None
     finally:
         client.close()
     replicas = [{"address": f"{v.get('ip')}:{v.get('port')}", "state": v.get("state"), "lag_s": v.get("lag")}
                 for k, v in info.items() if k.startswith("slave") and isinstance(v, dict)]
+    if cluster is not None:
+        where = f"{where} (a node of a cluster of {cluster['primaries']} primaries, cluster_state {cluster['state']})"
     return {
         "where": where,
         "primary": primary,
+        "cluster": cluster,
         "falkordb_version": _graph_module(modules),
         "redis_version": info.get("redis_version"),
         "role": info.get("role"),
@@ -227,13 +280,42 @@ def server_facts(url: FalkorURL) -> dict[str, Any]:
     }
 
 
+def _cluster_facts(client: redis.Redis) -> dict[str, Any]:
+    """A cluster's state, its primaries serving slots, and the fewest replicas one of them has (what a
+    ``WAIT`` on the emptiest shard can count), from the node ``client`` talks to."""
+    raw = client.execute_command("CLUSTER", "INFO")
+    info = raw if isinstance(raw, dict) else dict(
+        line.split(":", 1) for line in str(raw).split() if ":" in line)
+    primaries: dict[str, int] = {}
+    replica_of: list[str] = []
+    for line in str(client.execute_command("CLUSTER", "NODES")).splitlines():  # id addr flags primary ... slots
+        fields = line.split()
+        if len(fields) < 8 or "fail" in fields[2].split(","):
+            continue
+        if "master" in fields[2].split(",") and len(fields) > 8:  # a primary serving slots
+            primaries.setdefault(fields[0], 0)
+        elif "slave" in fields[2].split(","):
+            replica_of.append(fields[3])
+    for parent in replica_of:
+        if parent in primaries:
+            primaries[parent] += 1
+    return {"state": str(info.get("cluster_state", "unknown")), "primaries": len(primaries),
+            "fewest_replicas": min(primaries.values(), default=0)}
+
+
 def durability_line(facts: dict[str, Any]) -> str:
-    """The server's durability settings and replication in one line."""
+    """The server's durability settings and replication in one line (on a cluster: the node's, and the
+    cluster's shape)."""
     replicas = ", ".join(f"{r['address']} {r['state']}, lag {r['lag_s']} s" for r in facts["replicas"])
     role = ("primary" if facts["role"] == "master" else f"replica of {facts['master_link']}"
             if facts["role"] == "slave" else str(facts["role"]))
-    return (f"appendonly {facts['appendonly']}, appendfsync {facts['appendfsync']}, save \"{facts['save']}\"; "
+    line = (f"appendonly {facts['appendonly']}, appendfsync {facts['appendfsync']}, save \"{facts['save']}\"; "
             f"{role}, {len(facts['replicas'])} replica(s) connected" + (f" ({replicas})" if replicas else ""))
+    cluster = facts.get("cluster")
+    if cluster:
+        line += (f"; cluster of {cluster['primaries']} primaries (cluster_state {cluster['state']}), "
+                 f"the fewest replicas of one: {cluster['fewest_replicas']}")
+    return line
 
 
 def _graph_module(modules: Any) -> str | None:

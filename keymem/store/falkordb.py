@@ -176,6 +176,9 @@ class FalkorExecutor:
             raise StoreError(f"FalkorDB refused {name}: {str(exc).strip().splitlines()[0]}") from exc
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
             raise StoreError(f"the FalkorDB server {self.where} did not answer ({exc})") from exc
+        except redis.exceptions.RedisClusterException as exc:  # no node serves the graph's slot, and the like
+            raise StoreError(f"the FalkorDB cluster {self.where} could not run {name}: "
+                             f"{str(exc).strip().splitlines()[0]}") from exc
         names = [column[1] for column in result.header]
         return [dict(zip(names, (_plain(v) for v in values), strict=True)) for values in result.result_set]
 
@@ -361,21 +364,22 @@ class FalkorStore(Store):
         """Return once the committed writes are acknowledged as KEYMEM_FALKORDB_ACK_REPLICAS says (after the
         commit and the mirrors' updates, so a refusal leaves this process coherent with the engine); a
         :class:`StoreError` says what is committed where when the replicas do not confirm in time."""
-        falkor_connect.acknowledge(self.client.connection, self.ack, self.url)
+        falkor_connect.acknowledge(self.client.connection, self.ack, self.url, self.url.graph)
 
     _writer: RedisLease | None = None  # made on the first write (writer_lease)
     _lease_lock = threading.Lock()
 
     def writer_lease(self) -> RedisLease:
-        """The lease every daemon on this graph holds around a write scope (``keymem/store/falkor_lock.py``)."""
+        """The lease every daemon on this graph holds around a write scope (``keymem/store/falkor_lock.py``),
+        the key ``{<graph>}:writer`` (on a cluster, in the graph's slot)."""
         with self._lease_lock:
             if self._writer is None:
-                self._writer = RedisLease(self.client.connection, f"{self.url.graph}:writer")
+                self._writer = RedisLease(self.client.connection, falkor_connect.beside(self.url.graph, "writer"))
             return self._writer
 
     def held(self, name: str) -> contextlib.AbstractContextManager[None]:
-        """Hold ``name`` (a request id's call) against every other daemon on this graph."""
-        return RedisLease(self.client.connection, f"{self.url.graph}:{name}").held()
+        """Hold ``name`` (a request id's call) against every other daemon on this graph (``{<graph>}:<name>``)."""
+        return RedisLease(self.client.connection, falkor_connect.beside(self.url.graph, name)).held()
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[FalkorExecutor]:  # type: ignore[override]
@@ -398,24 +402,27 @@ class FalkorStore(Store):
         raise StoreError("a store on FalkorDB is not a file to copy; use `keymem export`")
 
     def backup(self, reason: str) -> Path:
-        """A copy of the graph beside it, ``<graph>.bak.<stamp>.<reason>`` (GRAPH.COPY); the newest few kept."""
-        name = f"{self.url.graph}.bak.{_stamp()}.{reason}"
+        """A copy of the graph beside it, ``{<graph>}.bak.<stamp>.<reason>`` (GRAPH.COPY; the hash tag puts
+        both in one slot, which a cluster requires); the newest few kept, with those named
+        ``<graph>.bak.<stamp>.<reason>`` by earlier releases."""
+        graph = self.url.graph
+        name = f"{{{graph}}}.bak.{_stamp()}.{reason}"
         try:
-            self.client.connection.execute_command("GRAPH.COPY", self.url.graph, name)
+            self.client.connection.execute_command("GRAPH.COPY", graph, name)
         except Exception as exc:
             if "empty key" not in str(exc).lower():  # nothing written yet: nothing to keep
-                raise StoreError(f"could not back up the graph {self.url.graph} ({exc})") from exc
-        log.info("backed up the graph %s to %s before %s", self.url.graph, name, reason)
-        backups = sorted(g for g in self.graphs() if g.startswith(f"{self.url.graph}.bak."))
+                raise StoreError(f"could not back up the graph {graph} ({exc})") from exc
+        log.info("backed up the graph %s to %s before %s", graph, name, reason)
+        heads = (f"{{{graph}}}.bak.", f"{graph}.bak.")
+        backups = sorted((g for g in self.graphs() if g.startswith(heads)), key=lambda g: g.removeprefix(heads[0]).removeprefix(heads[1]))
         for old in backups[: max(0, len(backups) - KEEP_BACKUPS)]:
             with contextlib.suppress(Exception):
                 self.client.select_graph(old).delete()
         return Path(name)
 
     def graphs(self) -> list[str]:
-        """The graph names on the server."""
-        return [g.decode() if isinstance(g, bytes) else str(g) for g in self.client.connection.execute_command(
-            "GRAPH.LIST")]
+        """The graph names on the server, on a Redis Cluster every primary's, in name order."""
+        return falkor_connect.list_graphs(self.client.connection)
 
     def size_bytes(self) -> int:
         """The graph's memory on the server (GRAPH.MEMORY USAGE), 0 when the server cannot say."""
@@ -423,7 +430,7 @@ class FalkorStore(Store):
             reply = self.client.connection.execute_command("GRAPH.MEMORY", "USAGE", self.url.graph)
         except Exception:
             return 0
-        values = dict(zip(reply[::2], reply[1::2], strict=False))
+        values = reply if isinstance(reply, dict) else dict(zip(reply[::2], reply[1::2], strict=False))
         mb = values.get(b"total_graph_sz_mb", values.get("total_graph_sz_mb")) or 0
         return int(float(mb) * 1024 * 1024)
 
