@@ -43,6 +43,8 @@ log = logging.getLogger("keymem.memory")
 BY_NAMESPACE = frozenset({"recall", "browse_keys", "recall_direct", "recall_inject", "remember"})
 # Methods that may name no namespace and then look their id up in any (memory_id first, else key_id).
 BY_ID = frozenset({"read_memory", "confirm_memory", "correct", "forget", "dismiss", "read_key", "memory_json"})
+# Methods that may be a namespace's first write, and so create its graph.
+WRITES_NEW = frozenset({"remember", "remember_batch"})
 _BACKUP = re.compile(r"\.bak\.\d{8}T")  # a graph's backup (FalkorStore.backup), not a namespace
 
 
@@ -134,7 +136,10 @@ class NamespaceGraphs:
 
         namespace = field("namespace")
         if method in BY_NAMESPACE or namespace is not None:
-            return self.graph(validate.namespace(namespace))
+            namespace = validate.namespace(namespace)
+            if method not in WRITES_NEW and namespace not in self._graphs and namespace not in self.server_namespaces():
+                return self.home  # nothing stored there: answered as one graph would (a read makes no graph)
+            return self.graph(namespace)
         memory_id, key_id = field("memory_id"), field("key_id")
         ident = memory_id if isinstance(memory_id, str) else key_id
         if isinstance(ident, str) and validate.looks_like_id(ident):

@@ -61,6 +61,10 @@ def test_each_namespace_is_its_own_graph_and_calls_find_theirs(
         with pytest.raises(NotFound):
             g.read_memory(memory_id=home.memory_id)
         assert g.counts()["memories"] == 1
+        # a read in a namespace nothing was stored in answers as one graph would, and makes no graph
+        assert g.recall(query="deploy pipeline", namespace="elsewhere").dump()["memory"] is None
+        assert g.browse_keys(namespace="elsewhere").dump()["total"] == 0
+        assert namespace_graph_names(falkordb_server.graphs(), prefix) == ["default", "work"]
     finally:
         g.close()
 
