@@ -114,3 +114,44 @@ def test_a_store_of_one_layout_is_not_opened_under_the_other(
         g.close()
     with pytest.raises(StoreError, match=f"KEYMEM_FALKORDB_GRAPHS={then}"):
         _open(tmp_path / "then", minilm_dir, minilm_embedder, url, then)
+
+
+def test_namespaces_spread_over_a_3_node_redis_cluster(
+        tmp_path: Path, minilm_dir: Path, minilm_embedder: Any) -> None:
+    """Each namespace's graph lives whole on the shard its name hashes to; any node's URL serves them all,
+    and the export of every namespace reads every shard."""
+    from keymem.cli.ops import export
+    from tests.store.falkor_cluster import cluster
+
+    with cluster(tmp_path / "cluster") as nodes:
+        spread = {}  # shard -> a namespace whose graph "keymem:<ns>" it holds
+        for n in range(200):
+            spread.setdefault(nodes.shard_of(f"keymem:team{n}"), f"team{n}")
+            if len(spread) == 3:
+                break
+        assert len(spread) == 3
+        g = _open(tmp_path / "a", minilm_dir, minilm_embedder, nodes.url("keymem", 0))
+        made = {}
+        try:
+            for shard, namespace in sorted(spread.items()):
+                made[namespace] = g.remember(content=f"The {namespace} on-call rota changes on Mondays",
+                                             keys=["on-call rota", namespace], namespace=namespace).memory_id
+            for shard, namespace in spread.items():
+                client = nodes.nodes[shard].client()
+                try:
+                    held = {x.decode() if isinstance(x, bytes) else x for x in client.execute_command("GRAPH.LIST")}
+                finally:
+                    client.close()
+                assert f"keymem:{namespace}" in held
+            lines = export(g, {})["lines"]
+            assert sum('"type": "memory"' in line for line in lines) == 3
+        finally:
+            g.close()
+        other = _open(tmp_path / "b", minilm_dir, minilm_embedder, nodes.url("keymem", 2))
+        try:
+            for namespace, memory_id in made.items():
+                assert other.read_memory(memory_id=memory_id).dump()["namespace"] == namespace
+                found = other.recall(query="on-call rota", namespace=namespace).dump()["memory"]
+                assert found["memory_id"] == memory_id
+        finally:
+            other.close()
