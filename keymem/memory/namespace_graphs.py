@@ -222,7 +222,7 @@ class NamespaceGraphs:
 
     def counts(self) -> dict[str, int]:
         total: dict[str, int] = {}
-        for graph in list(self._graphs.values()):
+        for _, graph in self.graphs():
             for name, value in graph.counts().items():
                 total[name] = total.get(name, 0) + value
         return total
