@@ -60,6 +60,11 @@ def doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str]
     for line in engine_lines(server):
         typer.echo(f"  {line}")
     problems = problems_of(server, settings)
+    layout = layout_problems(settings, url)
+    if layout:
+        return [*problems, *layout]
+    if settings.falkordb_graphs == "namespace":
+        return [*problems, *doctor_namespace_graphs(url)]
     if daemon_running:
         data = daemon_stats(settings)
         applied, available, size = data["schema"]["applied"], data["schema"]["available"], data["store"]["bytes"]
@@ -77,3 +82,51 @@ def doctor_store(settings: Any, *, daemon_running: bool) -> list[tuple[str, str]
         opened = "opens cleanly"
     typer.echo(f"  graph {url.graph}: {opened}, {human_bytes(size)}; schema {schema_state(applied, available, problems)}")
     return problems
+
+
+def layout_problems(settings: Any, url: Any) -> list[tuple[str, str]]:
+    """The server holds the other layout's graphs for this prefix (keymem would refuse to open it)."""
+    from keymem.errors import StoreError
+    from keymem.memory.namespace_graphs import check_layout, server_layout
+
+    graphs, one_holds_data = server_layout(url)
+    try:
+        check_layout(graphs, url, settings.falkordb_graphs, one_holds_data=one_holds_data)
+    except StoreError as exc:
+        typer.echo("  layout: DOES NOT MATCH KEYMEM_FALKORDB_GRAPHS")
+        return [(str(exc), "set KEYMEM_FALKORDB_GRAPHS to the layout the store has")]
+    return []
+
+
+SHOWN_GRAPHS = 8  # namespace graphs doctor lists one by one
+
+
+def doctor_namespace_graphs(url: Any) -> list[tuple[str, str]]:
+    """A graph per namespace: each namespace's graph, its size and schema steps (read-only opens, which
+    create nothing)."""
+    from keymem.errors import KeymemError
+    from keymem.memory.namespace_graphs import namespace_graph_names, server_graphs
+    from keymem.store import migrations
+    from keymem.store.falkordb import FalkorStore
+
+    names = namespace_graph_names(server_graphs(url), url.prefix)
+    typer.echo(f"  layout: a graph per namespace (KEYMEM_FALKORDB_GRAPHS=namespace), {len(names)} namespace(s)"
+               + ("; the first remember creates its graph" if not names else ""))
+    found: list[tuple[str, str]] = []
+    for namespace in names[:SHOWN_GRAPHS]:
+        where = url.for_namespace(namespace)
+        try:
+            store = FalkorStore(where, read_only=True)
+            try:
+                applied, size = migrations.applied(store), store.size_bytes()
+            finally:
+                store.close()
+        except KeymemError as exc:
+            typer.echo(f"  graph {where.graph}: CANNOT OPEN")
+            found.append((str(exc), "see the message above"))
+            continue
+        state = schema_state(applied, migrations.available(), found)
+        typer.echo(f"  graph {where.graph}: opens cleanly, {human_bytes(size)}; schema {state}")
+    if len(names) > SHOWN_GRAPHS:
+        typer.echo(f"  ... and {len(names) - SHOWN_GRAPHS} more namespace graph(s)")
+    return found

@@ -313,7 +313,22 @@ def snapshot(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 @daemon_method
 def stats(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """Counts, hubs, namespaces, store size, model and fingerprint, schema steps."""
+    """Counts, hubs, namespaces, store size, model and fingerprint, schema steps; on a graph per namespace,
+    the counts, hubs, namespaces and size of every graph, the rest the default namespace's graph's."""
+    parts = _namespace_parts(graph)
+    if parts is None:
+        return _stats_of(graph, params)
+    home = _stats_of(graph.home, params)
+    each = [home if part is graph.home else _stats_of(part, params) for _, part in parts]
+    home["counts"] = {name: sum(s["counts"][name] for s in each) for name in home["counts"]}
+    home["hubs"] = sorted((h for s in each for h in s["hubs"]), key=lambda h: -int(h["n"]))[:int(params.get("hubs", 10))]
+    home["namespaces"] = [row for s in each for row in s["namespaces"]]
+    home["store"]["bytes"] = sum(s["store"]["bytes"] for s in each)
+    home["store"]["path"] = f"{graph.url.shown()} (a graph per namespace: {len(each)})"
+    return home
+
+
+def _stats_of(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     from keymem.store import migrations
 
     store = graph.store

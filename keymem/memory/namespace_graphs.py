@@ -292,10 +292,10 @@ def check_layout(graphs: list[str], url: FalkorURL, layout: str, *, one_holds_da
 
 def server_graphs(url: FalkorURL) -> list[str]:
     """Every graph name on the server (a short-lived connection of its own)."""
-    return _server_layout(url)[0]
+    return server_layout(url)[0]
 
 
-def _server_layout(url: FalkorURL) -> tuple[list[str], bool]:
+def server_layout(url: FalkorURL) -> tuple[list[str], bool]:
     """The server's graph names, and whether the graph ``prefix`` holds any key or memory."""
     from keymem.store.falkordb import FalkorStore
 
@@ -317,7 +317,7 @@ def open_memory(settings: Settings, **kwargs: Any) -> MemoryGraph | NamespaceGra
         from keymem.engine_url import parse_store_url
 
         url = parse_store_url(settings.store_url)
-        graphs, one_holds_data = _server_layout(url)
+        graphs, one_holds_data = server_layout(url)
         check_layout(graphs, url, settings.falkordb_graphs, one_holds_data=one_holds_data)
         if settings.falkordb_graphs == "namespace":
             return NamespaceGraphs.open(settings, **kwargs)

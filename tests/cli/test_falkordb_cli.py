@@ -136,3 +136,34 @@ def test_stats_and_doctor_through_a_daemon_on_falkordb(falkordb_server: FalkorSe
     assert store.startswith("  engine: FalkorDB ") and "durability: appendonly yes" in store
     assert f"graph {prefix}: opened by the daemon" in store and "(up to date)" in store, store
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+
+
+def test_doctor_and_stats_on_a_graph_per_namespace(falkordb_env: dict[str, Any], falkordb_server: FalkorServer,
+                                                   tmp_path: Path) -> None:
+    """The same store moved to a graph per namespace: doctor lists each namespace's graph, stats counts them
+    all; the store left in one graph is refused under the other layout, in doctor as a problem."""
+    env = falkordb_env["env"]
+    mismatch = run_cli(["doctor"], {**env, "KEYMEM_FALKORDB_GRAPHS": "namespace"})
+    assert mismatch.returncode == 1 and "layout: DOES NOT MATCH KEYMEM_FALKORDB_GRAPHS" in mismatch.stdout
+    assert "keeps its namespaces in one graph" in mismatch.stderr
+    before = json.loads(run_cli(["stats", "--json"], env).stdout)
+
+    prefix = f"t{uuid.uuid4().hex[:12]}"
+    split = {**env, "KEYMEM_STORE_URL": falkordb_server.url(prefix), "KEYMEM_FALKORDB_GRAPHS": "namespace",
+             "KEYMEM_DATA_DIR": str(tmp_path / "split")}
+    try:
+        assert run_cli(["export", str(tmp_path / "all.jsonl")], env).returncode == 0
+        moved = run_cli(["import", str(tmp_path / "all.jsonl")], split)
+        assert moved.returncode == 0, moved.stderr
+        out = run_cli(["doctor"], split)
+        store = out.stdout.split("\nstore:\n", 1)[1].splitlines()
+        assert "  layout: a graph per namespace (KEYMEM_FALKORDB_GRAPHS=namespace), 2 namespace(s)" in store
+        for namespace in ("default", "work"):
+            line = next(x for x in store if x.startswith(f"  graph {prefix}:{namespace}: "))
+            assert "opens cleanly" in line and "(up to date)" in line, store
+        after = json.loads(run_cli(["stats", "--json"], split).stdout)
+        assert after["counts"] == before["counts"]
+        assert sorted(map(str, after["namespaces"])) == sorted(map(str, before["namespaces"]))
+        assert after["hubs"][0]["text"] == before["hubs"][0]["text"] == "python"
+    finally:
+        drop_graphs(falkordb_server, prefix)
