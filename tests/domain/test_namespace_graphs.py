@@ -133,7 +133,7 @@ def test_namespaces_spread_over_a_3_node_redis_cluster(
         g = _open(tmp_path / "a", minilm_dir, minilm_embedder, nodes.url("keymem", 0))
         made = {}
         try:
-            for shard, namespace in sorted(spread.items()):
+            for _, namespace in sorted(spread.items()):
                 made[namespace] = g.remember(content=f"The {namespace} on-call rota changes on Mondays",
                                              keys=["on-call rota", namespace], namespace=namespace).memory_id
             for shard, namespace in spread.items():
