@@ -41,8 +41,6 @@ log = logging.getLogger("keymem.memory")
 
 # Methods whose request always has a namespace (its default when omitted): routed by it alone.
 BY_NAMESPACE = frozenset({"recall", "browse_keys", "recall_direct", "recall_inject", "remember"})
-# Methods that may name no namespace and then look their id up in any (memory_id first, else key_id).
-BY_ID = frozenset({"read_memory", "confirm_memory", "correct", "forget", "dismiss", "read_key", "memory_json"})
 # Methods that may be a namespace's first write, and so create its graph.
 WRITES_NEW = frozenset({"remember", "remember_batch"})
 _BACKUP = re.compile(r"\.bak\.\d{8}T")  # a graph's backup (FalkorStore.backup), not a namespace
