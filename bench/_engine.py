@@ -94,7 +94,7 @@ def graphs(url: str) -> list[str]:
         listed = [g.decode() if isinstance(g, bytes) else str(g) for g in client.execute_command("GRAPH.LIST")]
     finally:
         client.close()
-    return [g for g in listed if g == name or g.startswith((name + ":", name + "."))]
+    return [g for g in listed if g == name or g.startswith((name + ":", name + ".", "{" + name + "}", "{" + name + ":"))]
 
 
 def require_empty(url: str) -> None:
@@ -104,12 +104,14 @@ def require_empty(url: str) -> None:
 
 
 def drop(url: str) -> None:
-    """Delete the store's graphs and the keys kept beside them (``<graph>:writer`` and the like)."""
+    """Delete the store's graphs and the keys kept beside them (``{<graph>}:writer`` and the like, and the
+    ``<graph>:writer`` of earlier releases)."""
     client, name = _client(url)
     try:
         for g in graphs(url):
             client.execute_command("GRAPH.DELETE", g)
-        for key in client.scan_iter(match=f"{name}:*"):
-            client.delete(key)
+        for pattern in (f"{name}:*", f"{{{name}}}*", f"{{{name}:*"):
+            for key in client.scan_iter(match=pattern):
+                client.delete(key)
     finally:
         client.close()

@@ -67,12 +67,14 @@ def test_each_store_is_a_graph_of_its_own_refused_if_present_and_dropped(engine:
         engine.require_empty(url)  # nothing there yet
         client.execute_command("GRAPH.QUERY", "benchtest-locomo-conv-26-agent", "CREATE (:Memory {id: 'm1'})")
         client.execute_command("GRAPH.QUERY", "benchtest-locomo-conv-26-agentx", "CREATE (:Memory {id: 'm2'})")
-        client.set("benchtest-locomo-conv-26-agent:writer", "token")
+        client.set("benchtest-locomo-conv-26-agent:writer", "token")  # an earlier release's lease
+        client.set("{benchtest-locomo-conv-26-agent}:writer", "token")
+        client.execute_command("GRAPH.COPY", "benchtest-locomo-conv-26-agent", "{benchtest-locomo-conv-26-agent}.bak.1")
         with pytest.raises(SystemExit, match="already holds the graph"):
             engine.require_empty(url)
         engine.drop(url)
         engine.require_empty(url)
-        assert not client.exists("benchtest-locomo-conv-26-agent:writer")
+        assert not client.exists("benchtest-locomo-conv-26-agent:writer", "{benchtest-locomo-conv-26-agent}:writer")
         listed = {g.decode() for g in client.execute_command("GRAPH.LIST")}
         assert "benchtest-locomo-conv-26-agentx" in listed  # another store's graph is left alone
     finally:

@@ -139,7 +139,7 @@ def test_both_fronts_write_at_once_and_every_acknowledged_write_is_there_once(fr
 
 
 def test_a_front_killed_mid_write_loses_nothing_acknowledged_and_blocks_nobody(fronts: Fronts) -> None:
-    lease = f"{fronts.graph}:writer"
+    lease = "{" + fronts.graph + "}:writer"
 
     async def main() -> None:
         async with contextlib.AsyncExitStack() as stack:
