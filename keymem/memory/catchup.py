@@ -48,7 +48,7 @@ class CatchUp:
         self.applied = 0  # records applied (others' writes), for tests and logs
         self.reloads = 0  # full reloads after the first load
         self.pruned_at = 0
-        self._lock = threading.Lock()
+        self._reload_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -61,44 +61,63 @@ class CatchUp:
         head = self.feed.head()
         if head == self.seen:
             return 0
-        with self._lock:  # one catch-up at a time; the callers that waited find it done
-            head = self.feed.head()
-            if head == self.seen:
-                return 0
-            return self._catch_up(head)
+        with self.graph.store.no_writes():
+            n, why = self._apply()
+        if why is not None:
+            self._reload(why)
+        return n
 
-    def _catch_up(self, head: int) -> int:
-        start = self.seen
+    def in_write_scope(self) -> int:
+        """:meth:`__call__` from a thread inside a write scope (it holds this process's writer): what the
+        records name is applied; a full reload, which reads in threads of its own that wait for the
+        writer, is left to the next call."""
+        if self.feed.head() == self.seen:
+            return 0
+        with self.graph.store.no_writes():
+            return self._apply()[0]
+
+    # Locks: applying runs under this process's writer (``Store.no_writes``), which also orders it with
+    # this process's commits and their after-commit refreshes; a write scope applies holding it already.
+    # A reload holds only ``_reload_lock``: its loads take the writer in threads of their own. No thread
+    # waits for ``_reload_lock`` while it holds the writer, so neither waits on the other in a circle.
+    def _apply(self) -> tuple[int, str | None]:
+        """Apply the records after ``seen`` (under the writer): the records of other daemons applied, and
+        why a full reload is needed instead, if it is."""
+        start, head = self.seen, self.feed.head()
+        if head == start:
+            return 0, None
         records = self.feed.since(start) if head > start else []
         if head < start or not records or records[0].seq != start + 1:
-            why = ("the store's sequence went back" if head < start else
-                   f"{head - start} records behind, past the {KEEP} kept")
-            self._reload(why)
-            return 0
+            return 0, ("the store's sequence went back" if head < start else
+                       f"{head - start} records behind, past the {KEEP} kept")
         changed = Change()
         for r in records:
             if r.writer != self.feed.writer:  # this process's own writes were applied at their commit
                 changed.update(r)
         if changed.everything:
-            self._reload("another daemon changed the whole store")
-            return 0
+            return 0, "another daemon changed the whole store"
         t0 = time.perf_counter()
         if changed:
-            with self.graph.store.no_writes():  # no commit of this process (or its refresh) in between
-                apply(self.graph, changed)
+            apply(self.graph, changed)
         self.seen = records[-1].seq
         n = sum(1 for r in records if r.writer != self.feed.writer)
         self.applied += n
         if n:
             log.debug("applied %d change records of other daemons in %.1f ms", n, (time.perf_counter() - t0) * 1000)
-        return n
+        return n, None
 
     def _reload(self, why: str) -> None:
-        log.info("reloading every in-memory index: %s", why)
-        head = self.feed.head()
-        self.graph.reload_indexes()
-        self.seen = head
-        self.reloads += 1
+        """Re-read every index; what commits meanwhile is applied after it (the head is read first). An
+        apply running at the same time refreshes the indexes being replaced, and its records, after the
+        head read here, are applied again: a refresh is idempotent."""
+        with self._reload_lock:
+            head = self.feed.head()
+            if self.seen == head:  # another caller reloaded meanwhile
+                return
+            log.info("reloading every in-memory index: %s", why)
+            self.graph.reload_indexes()
+            self.seen = head
+            self.reloads += 1
 
     # -- the background poll ---------------------------------------------------------
     def start(self) -> None:

@@ -65,6 +65,11 @@ class KeyResolver:
     """
 
     def __init__(self, graph: Parts, tx: Tx, vectors: dict[str, np.ndarray], now: float) -> None:
+        # Where several daemons write the store, the scope holds the writer lease from here to its
+        # commit: catching up now makes the key decisions (a near spelling merged into a concept key
+        # another front just made) on what the store holds, not on this daemon's last catch-up.
+        if graph.catchup is not None:
+            graph.catchup.in_write_scope()
         self.graph = graph
         self.tx = tx
         self.vectors = vectors  # normalised text -> unit vector, for concept keys not found by name

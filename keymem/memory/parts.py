@@ -30,6 +30,12 @@ if TYPE_CHECKING:
     from keymem.store.vectors import KeyVectors
 
 
+class CatchingUp(Protocol):
+    """What an operation may ask of the catch-up (keymem/memory/catchup.py ``CatchUp``)."""
+
+    def in_write_scope(self) -> int: ...  # apply other daemons' writes, from inside a write scope
+
+
 class Parts(Protocol):
     settings: Settings
     store: Store  # Kuzu: every statement in cypher/, one writer at a time
@@ -46,6 +52,9 @@ class Parts(Protocol):
     korean_stamped: bool  # the store records this Kiwi's fingerprint for its stored Korean terms
 
     now: Callable[[], float]  # wall-clock seconds (tests move it)
+
+    @property
+    def catchup(self) -> CatchingUp | None: ...  # other daemons' writes, where several write the store; else None
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
 

@@ -160,6 +160,23 @@ def test_a_request_id_retried_on_the_other_graph_writes_once(pair: tuple[MemoryG
     assert len(b.mirror.memory_ids()) == 1
 
 
+def test_a_key_written_on_the_other_front_is_merged_into_even_before_a_catch_up(
+        pair: tuple[MemoryGraph, MemoryGraph]) -> None:
+    """Key decisions (a near spelling merged into an existing concept key) are made under the writer
+    lease on what the store holds then: a write catches up first, so the other front's new key counts
+    even when no call caught up since it was written."""
+    a, b = pair
+    assert b.catchup is not None
+    b.catchup.stop()  # no background catch-up either: only the write's own
+    b.catch_up()
+    lang = a.remember(content="The user writes Rust", keys=["programming language"])
+    more = b.remember(content="The user also writes Go", keys=["programming languages"])  # no catch-up between
+    assert more.keys[0].key_id == lang.keys[0].key_id
+    assert {r["text"] for r in b.store.query("key/all")} == {"programming language"}
+    in_step(a)
+    in_step(b)
+
+
 def test_no_record_where_one_process_writes(graph: MemoryGraph) -> None:
     """LadybugDB: one daemon owns the file, so writes commit no record and a catch-up runs no query."""
     assert not graph.store.capabilities.shared_writers and graph.catchup is None
