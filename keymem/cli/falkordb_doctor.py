@@ -32,8 +32,12 @@ def problems_of(server: dict[str, Any], settings: Any) -> list[tuple[str, str]]:
         problems.append((f"the server {server['where']} is a replica: it refuses keymem's writes",
                          "point KEYMEM_STORE_URL at the primary, or use the falkordb+sentinel:// form"))
     online = sum(1 for r in server["replicas"] if r["state"] == "online")
+    cluster = server.get("cluster")
+    if cluster:  # each graph's writes wait for its own shard's replicas: the shard with the fewest decides
+        online = int(cluster["fewest_replicas"])
     if settings.falkordb_ack_replicas > online:
-        problems.append((f"KEYMEM_FALKORDB_ACK_REPLICAS={settings.falkordb_ack_replicas} but the primary has "
+        who = "a shard of the cluster has" if cluster else "the primary has"
+        problems.append((f"KEYMEM_FALKORDB_ACK_REPLICAS={settings.falkordb_ack_replicas} but {who} "
                          f"{online} replica(s) online: every write will be reported as not acknowledged",
                          "attach the replicas, or lower KEYMEM_FALKORDB_ACK_REPLICAS"))
     if server["appendonly"] == "no":

@@ -183,3 +183,12 @@ def test_doctor_reports_the_cluster_from_any_node(nodes: Cluster, tmp_path: Path
         assert "cluster of 3 primaries (cluster_state ok), the fewest replicas of one: 0" in line
     with_replica = server_facts(parse_store_url(nodes.url(PREFIX, 0)))
     assert len(with_replica["replicas"]) == 1
+    # the acknowledgement waits for each graph's own shard: the shard with the fewest replicas decides, even
+    # asked through the node that has one
+    from types import SimpleNamespace
+
+    from keymem.cli.falkordb_doctor import problems_of
+
+    found = problems_of(with_replica, SimpleNamespace(falkordb_ack_replicas=1))
+    assert [p for p, _ in found] == ["KEYMEM_FALKORDB_ACK_REPLICAS=1 but a shard of the cluster has 0 replica(s) "
+                                     "online: every write will be reported as not acknowledged"]
