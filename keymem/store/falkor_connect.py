@@ -18,7 +18,10 @@ acknowledged.
   sends each graph's commands to the shard holding it. Keys kept beside a graph carry its name as a
   hash tag (``{<graph>}:writer``, :func:`beside`), so they live on its shard; :func:`list_graphs` asks
   every primary; the acknowledgement goes to the graph's shard (a cluster does not replicate
-  ``PUBLISH``, so there a ``SET`` of ``{<graph>}:ack`` moves the offset instead).
+  ``PUBLISH``, so there a ``SET`` of ``{<graph>}:ack`` moves the offset instead). When a shard's primary
+  dies, a command whose connection drops is not resent; one that could not connect is sent again once on
+  a fresh slot map (:func:`_resending_unsent`), so after the cluster promotes a replica the next
+  statement goes to it.
 """
 
 from __future__ import annotations
@@ -173,6 +176,7 @@ def connect(url: FalkorURL) -> Any:
 
             # A write whose connection dropped may have run: never send it twice (redirects still follow).
             cluster.set_retry(Retry(NoBackoff(), 0))
+            db.execute_command = cluster.execute_command = _resending_unsent(cluster)
         return db
     from falkordb.sentinel import FalkorDBSentinelManagedConnection, FalkorDBSentinelRedis
     from redis.sentinel import Sentinel
@@ -186,6 +190,43 @@ def connect(url: FalkorURL) -> Any:
                                   connection_class=FalkorDBSentinelManagedConnection, decode_responses=True)
     primary.retry_writes = False  # a write whose connection dropped may have run: never send it twice
     return _OnConnection(primary)
+
+
+def _resending_unsent(cluster: Any) -> Any:
+    """``cluster.execute_command``, except that a command whose node could not even be connected to (so
+    nothing of it was sent) is sent once more on a slot map asked for now.
+
+    After a shard's primary dies and the cluster promotes its replica, the client's slot map still names
+    the dead node until a refresh, and the client paces the refreshes an error asks for (at most one a
+    second), so one made during the outage can leave the old map in place past the promotion: without
+    this the first statement after the failover would fail. A command whose connection dropped after it
+    was sent is never sent again (it may have run): only a failure to open the connection is resent.
+    """
+    import redis
+
+    send = cluster.execute_command
+
+    def execute_command(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return send(*args, **kwargs)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            if not _never_sent(exc):
+                raise
+            try:
+                cluster.nodes_manager.initialize()
+            except (redis.exceptions.RedisError, OSError):
+                raise exc from None
+            return send(*args, **kwargs)
+
+    return execute_command
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """Whether the cluster client failed ``exc`` before it had a connection to send on: it names the
+    node, not a connection (redis-py's ``RedisCluster._execute_command``); anything else may have run."""
+    from redis.cluster import ClusterNode
+
+    return isinstance(getattr(exc, "connection", None), ClusterNode)
 
 
 class _OnConnection:

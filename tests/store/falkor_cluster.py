@@ -10,7 +10,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.conftest_engines import falkordb_binaries, free_port
@@ -32,6 +32,7 @@ class Cluster:
     nodes: list[ClusterNode]
     slots: list[tuple[int, int]]
     replica: ClusterNode | None = None  # a replica of nodes[0], when asked for
+    replicas: list[ClusterNode] = field(default_factory=list)  # every replica of nodes[0] (``replica`` first)
 
     def url(self, prefix: str, node: int = 0) -> str:
         return f"falkordb://127.0.0.1:{self.nodes[node].port}/{prefix}"
@@ -55,14 +56,14 @@ def slot_ranges(count: int) -> list[tuple[int, int]]:
     return [(bounds[i], bounds[i + 1] - 1) for i in range(count)]
 
 
-def start_cluster_node(directory: Path) -> ClusterNode:
+def start_cluster_node(directory: Path, *, node_timeout_ms: int = 5000) -> ClusterNode:
     server, module = falkordb_binaries()
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
     bus = free_port()  # given, not port + 10000, which a free port above 55535 would overflow
     args = [str(server), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory), "--appendonly", "yes",
             "--save", "", "--cluster-enabled", "yes", "--cluster-config-file", str(directory / "nodes.conf"),
-            "--cluster-port", str(bus), "--cluster-node-timeout", "5000", "--loadmodule", str(module)]
+            "--cluster-port", str(bus), "--cluster-node-timeout", str(node_timeout_ms), "--loadmodule", str(module)]
     with (directory / "server.log").open("wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     node = ClusterNode(port, directory, proc, bus)
@@ -101,13 +102,16 @@ def _node_id(node: ClusterNode) -> str:
 
 
 @contextmanager
-def cluster(base: Path, *, size: int = 3, replica: bool = False) -> Iterator[Cluster]:
-    """``size`` FalkorDB primaries sharing the slots in one cluster (and, with ``replica``, a replica of the
-    first, online), all stopped at the end (also on failure)."""
+def cluster(base: Path, *, size: int = 3, replica: bool = False, replicas: int = 1,
+            node_timeout_ms: int = 5000) -> Iterator[Cluster]:
+    """``size`` FalkorDB primaries sharing the slots in one cluster (and, with ``replica``, ``replicas``
+    replicas of the first, online), all stopped at the end (also on failure). ``node_timeout_ms`` is each
+    node's ``cluster-node-timeout``: a primary silent that long is failed, and a replica promotes itself."""
     nodes: list[ClusterNode] = []
     try:
-        for i in range(size + replica):
-            nodes.append(start_cluster_node(base / f"node{i}"))
+        copies = replicas if replica else 0
+        for i in range(size + copies):
+            nodes.append(start_cluster_node(base / f"node{i}", node_timeout_ms=node_timeout_ms))
         ranges = slot_ranges(size)
         for i, node in enumerate(nodes):
             client = node.client()
@@ -119,15 +123,15 @@ def cluster(base: Path, *, size: int = 3, replica: bool = False) -> Iterator[Clu
             finally:
                 client.close()
         wait_cluster_ok(nodes)
-        copy = nodes[size] if replica else None
-        if copy is not None:
+        for copy in nodes[size:]:
             client = copy.client()
             try:
                 client.execute_command("CLUSTER", "REPLICATE", _node_id(nodes[0]))
             finally:
                 client.close()
-            wait_replicas_online(nodes[0].port, 1)
-        yield Cluster(nodes[:size], ranges, copy)
+        if copies:
+            wait_replicas_online(nodes[0].port, copies)
+        yield Cluster(nodes[:size], ranges, nodes[size] if copies else None, nodes[size:])
     finally:
         for node in nodes:
             node.stop()
