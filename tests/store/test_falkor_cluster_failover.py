@@ -22,7 +22,9 @@ from keymem.settings import Settings, load_settings
 from tests.store.falkor_cluster import Cluster, ClusterNode, cluster
 from tests.store.falkor_replicas import wait_replicas_online
 
-pytestmark = pytest.mark.timeout(180)
+# ~15 s of cluster start and failover: outside the default run (`-m slow`), which keeps the Sentinel failover
+# test and the cluster tests of tests/store/test_falkor_cluster.py
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
 PREFIX = "keymem"
 NODE_TIMEOUT_MS = 2000  # a primary silent this long is failed, and its replica promotes itself
