@@ -15,7 +15,11 @@ proper noun or a key of several words, matched literally; ``Ranking.anchors`` an
 or routes a concept key by a high cosine whose memories are among the best hits. Prompts about
 nothing stored ("What is 17 times 23?", "Why is the sky blue?") match common words and loose
 keys as well as real questions do, so a single common word matched literally is not enough
-there. The tool is asked deliberately: any literal key or a high cosine routes it with
+there. Nor is a name of one capitalised word that the prompt writes in lower case where it
+capitalises its sentences ("When should I sow hollyhock seeds?" while Hollyhock is a server): that
+is the common word. A prompt that names nothing stored and says nothing of the user (no I, my, we,
+"the user") is about the world, however close its words come to a key ("Write a haiku about
+falling snow"). The tool is asked deliberately: any literal key or a high cosine routes it with
 confidence; without one, and with a weak best lexical match, it says plainly that nothing
 matched instead of presenting an unrelated memory.
 """
@@ -133,11 +137,15 @@ def confident(graph: Parts, r: Ranking) -> bool:
     """Whether the query names something stored (see the module docstring)."""
     if not corroborated(graph, r):
         return False
-    if r.anchors:
+    literal = [k for k, (_, kind) in r.routed.items() if kind == LITERAL]
+    rows = graph.mirror.keys(dict.fromkeys([*r.anchors, *literal]))
+    named = {row["id"] for row in rows if not r.query.in_lower_case(row["text"])}  # "sow hollyhock seeds"
+    if named & set(r.anchors):
         return True
-    literal_names = [k for k, (_, kind) in r.routed.items() if kind == LITERAL]
-    if any(row["key_type"] != "concept" for row in graph.mirror.keys(literal_names)):
+    if any(row["key_type"] != "concept" and row["id"] in named for row in rows if row["id"] in literal):
         return True  # a name the store is mostly about (a hub) still names it
+    if not r.query.first_person:
+        return False  # names nothing stored and says nothing of the user: about the world ("Who painted the Mona Lisa?")
     strong = {k for k, (s, kind) in r.routed.items() if kind == COSINE and s >= STRONG_COSINE
               and 0 < r.fan.get(k, 0) <= HUB_FANOUT}
     if not strong:

@@ -26,7 +26,9 @@ Fields, all computed by ``analyse`` (the embedding on a worker thread meanwhile)
 
 Analyses only some paths need are made on first use and kept: the BM25 stems of the query
 without the hub names it mentions (``lexical_stems``), the stems of the caller's own query when a
-context was appended (``own_stems``), its script (``script``).
+context was appended (``own_stems``), its script (``script``), whether it speaks of the user
+(``first_person``) and a word it writes in lower case where its writer capitalises
+(``in_lower_case``): what the prompt hook asks before it speaks (``deliver.confident``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ SHORT_FORM = re.compile(r"(?<![\w'’])(?:[A-Z]{2,6}|[a-z]\d{1,2}[a-z])(?![\w'�
 POSSESSIVE = re.compile(r"\b(my|our|mine|ours)\b", re.I)
 POSSESSED = re.compile(r"\b(?:my|our)\s+([\w'’-]+(?:\s+[\w'’-]+){0,2})", re.I)
 PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll)\b|\b(?:me|my|mine|we|us|our|ours|you|your|yours)\b", re.I)
+FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|we'd|we'll|us|our|ours|"
+                          r"ourselves|let's)\b|\bthe user\b", re.I)  # "you" is the assistant
+ASKED_OF_THE_ASSISTANT = re.compile(r"\b(?:tell|give|show|teach)\s+me\b", re.I)  # "Tell me a joke": no thing of the user's
 WH_QUESTION = re.compile(r"^\s*(?:what|why|how|when|where|who|whom|whose|which)\b", re.I)
 
 
@@ -144,3 +149,22 @@ class Query:
     def script(self) -> Script:
         """The text's dominant writing system (the reranker's not-found gate compares it)."""
         return script_of(self.text)
+
+    @cached_property
+    def first_person(self) -> bool:
+        """The query speaks of the user (I, me, my, we, us, our, "the user"): it may be about their own
+        things; "you" is the assistant it asks, and "tell me", "give me" ask it for something."""
+        return bool(FIRST_PERSON.search(ASKED_OF_THE_ASSISTANT.sub(" ", self.text)))
+
+    def in_lower_case(self, name: str) -> bool:
+        """Whether a name of one capitalised word ("Hollyhock", "Dune") is written here only in lower
+        case ("sow hollyhock seeds", "sand dunes") by a writer who capitalises (the text's first letter
+        is upper case): the common word, not the name. False for a name written some other way or not
+        found as written (an alias, an abbreviation), and for brand spellings ("MySQL", "AWS")."""
+        if not (name.isalpha() and name[:1].isupper() and name[1:].islower()):
+            return False
+        first = next((c for c in self.text if c.isalpha()), "")
+        if not first.isupper():
+            return False  # "i'd like pemberly to ...": case says nothing
+        found = re.findall(rf"(?<![\w'’]){re.escape(name)}(?:e?s)?(?:['’]s)?(?!\w)", self.text, flags=re.I)
+        return bool(found) and all(w == w.lower() for w in found)

@@ -158,3 +158,21 @@ def test_a_named_entitys_memory_seeds_the_walk_however_its_words_ranked(graph: M
                          keys=["Corriebank Invest", "payment cap"]).memory_id
     r = graph.recall(query="Should I move 20k from savings into my SIPP before April?")
     assert cap in [m.memory_id for m in r.memories]
+
+
+def test_the_hook_keeps_quiet_about_a_stored_word_used_in_passing(graph: MemoryGraph) -> None:
+    """A prompt about the world that only uses a stored word gets nothing: a name of one capitalised
+    word written in lower case where the writer capitalises ("hollyhock seeds"), or a key's word in
+    a prompt that names nothing stored and says nothing of the user. The user's own things still
+    get their facts, by name or by "my"."""
+    server = graph.remember(content="Hollyhock is the team's build server; it still runs glibc 2.28.",
+                            keys=["Hollyhock", "build server", "glibc"],
+                            key_types=["proper_noun", "concept", "concept"]).memory_id
+    snow = graph.remember(content="The user's winter tyres and snow chains are in the garage loft.",
+                          keys=["snow", "winter", "garage"]).memory_id
+    for prompt in ("When should I sow hollyhock seeds?", "Write a haiku about falling snow.",
+                   "Tell me a poem about snow in winter."):
+        assert graph.recall_inject(prompt=prompt).memory_ids == [], prompt
+    assert server in graph.recall_inject(prompt="When should I patch Hollyhock?").memory_ids
+    assert server in graph.recall_inject(prompt="i'd like hollyhock to build the release tonight").memory_ids
+    assert snow in graph.recall_inject(prompt="Where are my snow chains?").memory_ids
