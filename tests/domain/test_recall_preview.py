@@ -176,3 +176,18 @@ def test_the_hook_keeps_quiet_about_a_stored_word_used_in_passing(graph: MemoryG
     assert server in graph.recall_inject(prompt="When should I patch Hollyhock?").memory_ids
     assert server in graph.recall_inject(prompt="i'd like hollyhock to build the release tonight").memory_ids
     assert snow in graph.recall_inject(prompt="Where are my snow chains?").memory_ids
+
+
+def test_a_named_entitys_memory_about_something_else_is_not_delivered(graph: MemoryGraph) -> None:
+    """The question names Merganser VPN and asks when its certificate expires: the memory that says
+    so is delivered; the one about its office move, linked to the same name, is not (neither as a
+    direct hit nor through the shared key)."""
+    target = graph.remember(content="The Merganser VPN certificate expires on 30 September and must be renewed "
+                                    "a week before.", keys=["Merganser VPN", "certificate renewal"],
+                            key_types=["proper_noun", "concept"]).memory_id
+    decoy = graph.remember(content="Merganser VPN's support desk moved to the second floor of the Leeds office.",
+                           keys=["Merganser VPN", "office move"], key_types=["proper_noun", "concept"]).memory_id
+    r = graph.recall(query="When does the Merganser VPN certificate expire?")
+    delivered = [m.memory_id for m in r.memories]
+    assert delivered[0] == target and decoy not in delivered
+    assert decoy in [m.memory_id for m in graph.recall(query="Where is the Merganser VPN support desk now?").memories]
