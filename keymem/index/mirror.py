@@ -810,8 +810,9 @@ class GraphMirror:
             got = self._k_norms[k] = (self._k_text[k], normalize_text(self._k_text[k]))
         return got[1]
 
-    def key_links(self, key_id: str, now: float) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """A key's visible memories: ids, link weights and mirror slots (for ``slot_factors``)."""
+    def key_links(self, key_id: str, now: float, most: int | None = None) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """A key's visible memories: ids, link weights and mirror slots (for ``slot_factors``); none
+        when it has more than ``most`` (a hub the walk skips: its ids are not even decoded)."""
         self._fresh()
         with self._lock:
             k = self._kid.get(key_id)
@@ -819,8 +820,10 @@ class GraphMirror:
                 return [], np.zeros(0), np.zeros(0, dtype=np.int64)
             slots, weights = self._k_links(k)
             idx = np.asarray(slots, dtype=np.int64)
-            w = np.array(weights, dtype=np.float64)
             keep = self._visible(idx, now)
+            if most is not None and np.count_nonzero(keep) > most:
+                return [], np.zeros(0), np.zeros(0, dtype=np.int64)
+            w = np.array(weights, dtype=np.float64)
             idx, w = idx[keep], w[keep]
             ids = self._ids.ids(idx)
         return ids, w, idx  # type: ignore[return-value]

@@ -61,10 +61,10 @@ class MirrorNeighbourhood:
     def key_members(self, key_ids: list[str], now: float, fanout: int) -> dict[str, list[Edge]]:
         out: dict[str, list[Edge]] = {}
         for key_id in key_ids:
-            if key_id in out or not 0 < self.mirror.memory_count(key_id, now) <= fanout:  # a count: no ids for hubs
+            if key_id in out:
                 continue
-            ids, weights, _ = self.mirror.key_links(key_id, now)
-            if 0 < len(ids) <= fanout:
+            ids, weights, _ = self.mirror.key_links(key_id, now, most=fanout)  # a hub's ids are not decoded
+            if ids:
                 out[key_id] = sorted(zip(ids, weights.tolist(), strict=True))
         return out
 

@@ -17,6 +17,7 @@ Scores are labelled with their kind (``rrf_fused_rank``, ``content_relevance``,
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
@@ -39,7 +40,7 @@ from keymem.store import changes
 from keymem.text.tokenize import literal_key, script_of
 
 if TYPE_CHECKING:
-    from keymem.index.neighbourhood import Hop, Neighbourhood
+    from keymem.index.neighbourhood import Edge, Hop, Neighbourhood
     from keymem.memory.parts import Parts
 
 Relevance = Callable[[Iterable[str]], dict[str, float]]  # memory ids -> content cosine with the query
@@ -240,51 +241,132 @@ def associate(nb: Neighbourhood, cands: dict[str, Candidate], hops: int, now: fl
         frontier.update((c.memory_id, c.score / lead) for c in named)
     out.seeds = dict(frontier)
     expanded: set[str] = set(frontier)
+    if relevance is not None:
+        relevance = _remembered(relevance)
+    if variants is not None:
+        variants = _remembered_variants(variants)
     keep = 1.0 - RESTART
     for hop in range(1, hops + 1):
         step = nb.step(list(frontier), now, WALK_FANOUT)
         if variants is not None:
             _add_variants(nb, step, variants, now)
         split = _splits(step, relevance)
-        reached: dict[str, float] = defaultdict(float)
-        best: dict[str, tuple[float, str, str]] = {}  # memory -> (share, from memory, key or "")
+        reached: dict[str, float] = {}
+        best: dict[str, _Best] = {}  # memory -> its strongest single share (the path shown)
+        walkers: dict[str, list[_Walker]] = defaultdict(list)  # key -> what each frontier memory sends into it
+        order = 0  # (frontier memory, its key or edge) in walk order: the first of equal shares wins
         for mid, a in frontier.items():
             for k, w in step.keys_of.get(mid, ()):
+                order += 1
                 mems = step.members.get(k)
                 if not mems or (len(mems) == 1 and mems[0][0] == mid):
                     continue
                 shares = split[k]
-                base = a * keep * _strength(w) / (1.0 - shares.get(mid, 0.0) if mid in shares else 1.0)
-                for m2, w2 in mems:
-                    if m2 == mid:
-                        continue
-                    share = base * shares[m2] * _strength(w2)
-                    reached[m2] += share
-                    if share > best.get(m2, (0.0, "", ""))[0]:
-                        best[m2] = (share, mid, k)
+                sent = a * keep * _strength(w) / (1.0 - shares.get(mid, 0.0) if mid in shares else 1.0)
+                walkers[k].append((sent, order, mid))
             for m2, w in step.related.get(mid, ()):
+                order += 1
                 share = a * keep * RELATED_SHARE * _strength(w)
-                reached[m2] += share
-                if share > best.get(m2, (0.0, "", ""))[0]:
-                    best[m2] = (share, mid, "")
+                reached[m2] = reached.get(m2, 0.0) + share
+                _keep_best(best, m2, (share, order, mid, ""))
+        for k, sending in walkers.items():
+            _pass_through(k, sending, step.members[k], split[k], reached, best)
         for m2, v in reached.items():
             if v > out.mass.get(m2, 0.0):
                 out.mass[m2] = v
                 out.hop.setdefault(m2, hop)
                 if m2 in out.seeds:  # a direct hit is a path's root, never on another's path
                     continue
-                _, parent, k = best[m2]
+                _, _, parent, k = best[m2]
                 out.parent[m2] = parent
                 if k:
                     out.via[m2] = k
                 else:
                     out.via.pop(m2, None)
-        nxt = sorted(((v, m) for m, v in reached.items() if m not in expanded), key=lambda t: (-t[0], t[1]))
-        frontier = {m: v for v, m in nxt[:BEAM]}
+        nxt = heapq.nsmallest(BEAM, ((-v, m) for m, v in reached.items() if m not in expanded))  # strongest first
+        frontier = {m: -v for v, m in nxt}
         expanded.update(frontier)
         if not frontier:
             break
     return out
+
+
+_Walker = tuple[float, int, str]  # (what a frontier memory sends into a key, walk order, its id)
+_Best = tuple[float, int, str, str]  # (share, walk order, from memory, key or "")
+
+
+def _keep_best(best: dict[str, _Best], memory_id: str, cand: _Best) -> None:
+    """Keep the strongest single share reaching a memory; of equal ones, the first in walk order."""
+    held = best.get(memory_id)
+    if cand[0] > 0.0 and (held is None or cand[0] > held[0] or (cand[0] == held[0] and cand[1] < held[1])):
+        best[memory_id] = cand
+
+
+def _pass_through(key: str, walkers: list[_Walker], members: list[Edge], shares: dict[str, float],
+                  reached: dict[str, float], best: dict[str, _Best]) -> None:
+    """What one key passes to each of its members from the frontier memories walking it (``associate``).
+
+    Member ``m`` gets ``share(m) x strength(m) x`` the sum of what the walkers send, its own part left
+    out when it walks the key too: one pass over the members instead of one per walker.
+    """
+    if len(walkers) == 1:  # the usual case, as the walk would pass it
+        sent, order, src = walkers[0]
+        for m2, w2 in members:
+            if m2 != src:
+                share = sent * shares[m2] * min(1.0, w2 / LINK_INIT)  # _strength, inline: the hot loop
+                reached[m2] = reached.get(m2, 0.0) + share
+                held = best.get(m2)
+                if share > 0.0 and (held is None or share > held[0] or (share == held[0] and order < held[1])):
+                    best[m2] = (share, order, src, key)
+        return
+    total = sum(s for s, _, _ in walkers)
+    strongest = sorted(walkers, key=lambda t: (-t[0], t[1]))
+    walking = {mid for _, _, mid in walkers}
+    for m2, w2 in members:
+        if m2 in walking:
+            others = [t for t in strongest if t[2] != m2]
+            if not others:
+                continue
+            sent = sum(s for s, _, mid in walkers if mid != m2)
+        else:
+            others, sent = strongest, total
+        share, strength = shares[m2], _strength(w2)
+        reached[m2] = reached.get(m2, 0.0) + sent * share * strength
+        top = others[0][0] * share * strength  # as one walker alone would pass it (the path's share)
+        first = others[0][1]
+        for s, o, _ in others[1:]:  # equal after rounding: the first in walk order, as the walk met them
+            if s * share * strength != top:
+                break
+            first = min(first, o)
+        src = next(t[2] for t in others if t[1] == first)
+        _keep_best(best, m2, (top, first, src, key))
+
+
+def _remembered(relevance: Relevance) -> Relevance:
+    """``relevance`` asking each memory once per walk (later hops meet the same busy keys); a 0 (no
+    vector yet) is asked again, as a later hop may embed it."""
+    known: dict[str, float] = {}
+
+    def ask(ids: Iterable[str]) -> dict[str, float]:
+        ids = list(dict.fromkeys(ids))
+        todo = [m for m in ids if m not in known]
+        if todo:
+            found = relevance(todo)
+            known.update((m, v) for m, v in found.items() if v != 0.0)
+            return {m: known.get(m, found.get(m, 0.0)) for m in ids}
+        return {m: known[m] for m in ids}
+    return ask
+
+
+def _remembered_variants(variants: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """``variants`` looked up once per key per walk (frontier memories share keys)."""
+    known: dict[str, list[str]] = {}
+
+    def ask(key_id: str) -> list[str]:
+        if key_id not in known:
+            known[key_id] = variants(key_id)
+        return known[key_id]
+    return ask
 
 
 def _splits(step: Hop, relevance: Relevance | None) -> dict[str, dict[str, float]]:
