@@ -7,8 +7,7 @@ memory's text to the question, not shared words. This index holds that vector pe
 
 It is derived data (content + embedding model), so it lives beside the store, not in it:
 
-* an in-memory matrix of float16 values held as float32, so a read needs no conversion (384-d
-  MiniLM: 1.5 KB a memory, 154 MB at 100k; float16 in the file), id -> row;
+* an in-memory float16 matrix (384-d MiniLM: 768 bytes a memory, 77 MB at 100k), id -> row;
 * filled on write (the write path hands new memories to ``add_soon``: embedded on the embed
   pool after the commit, off the caller's latency), and lazily on read: ``relevance`` embeds the
   memories it is asked about that have no vector yet (an older store, a write still embedding),
@@ -53,7 +52,7 @@ class MemoryVectors:
         self._read = read
         self.path = path
         self._lock = threading.Lock()
-        self._mat = np.zeros((1024, dim), dtype=np.float32)
+        self._mat = np.zeros((1024, dim), dtype=np.float16)
         self._ids: list[str] = []
         self._pos: dict[str, int] = {}
         self._dirty = False
@@ -72,12 +71,12 @@ class MemoryVectors:
                 if row is None:
                     row = len(self._ids)
                     if row == self._mat.shape[0]:
-                        grown = np.zeros((row * 2, self.dim), dtype=np.float32)
+                        grown = np.zeros((row * 2, self.dim), dtype=np.float16)
                         grown[:row] = self._mat
                         self._mat = grown
                     self._ids.append(mid)
                     self._pos[mid] = row
-                self._mat[row] = np.asarray(vec, dtype=np.float16)  # the precision the file keeps
+                self._mat[row] = vec
             self._dirty = self._dirty or bool(vectors)
 
     def add_texts(self, texts: dict[str, str]) -> None:
@@ -146,7 +145,7 @@ class MemoryVectors:
             rows = [(m, self._pos[m]) for m in ids if m in self._pos]
             if not rows:
                 return {m: 0.0 for m in ids}
-            mat = self._mat[np.fromiter((r for _, r in rows), dtype=np.int64, count=len(rows))]
+            mat = self._mat[np.fromiter((r for _, r in rows), dtype=np.int64, count=len(rows))].astype(np.float32)
         # einsum, not BLAS: a memory's score does not depend on which others are asked with it
         scores = np.einsum("ij,j->i", mat, np.asarray(qvec, dtype=np.float32))
         out = {m: 0.0 for m in ids}
@@ -169,7 +168,7 @@ class MemoryVectors:
             log.warning("ignoring unreadable %s: %s", self.path.name, exc)
             return 0
         with self._lock:
-            self._mat = np.zeros((max(1024, len(ids) * 5 // 4), self.dim), dtype=np.float32)
+            self._mat = np.zeros((max(1024, len(ids) * 5 // 4), self.dim), dtype=np.float16)
             self._mat[: len(ids)] = mat
             self._ids = ids
             self._pos = {m: i for i, m in enumerate(ids)}
@@ -183,7 +182,7 @@ class MemoryVectors:
         with self._lock:
             rows = [(m, i) for m, i in self._pos.items() if keep is None or keep(m)]
             ids = np.array([m for m, _ in rows], dtype=str)
-            mat = self._mat[[i for _, i in rows]].astype(np.float16) if rows else np.zeros((0, self.dim), dtype=np.float16)
+            mat = self._mat[[i for _, i in rows]] if rows else np.zeros((0, self.dim), dtype=np.float16)
             self._dirty = False
         tmp = self.path.with_name(self.path.name + ".tmp")
         try:
