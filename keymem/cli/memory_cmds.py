@@ -143,7 +143,7 @@ def recall(
     namespace: NamespaceOption = None,
     context: Annotated[str | None, typer.Option("--context", help="The raw question, to rank by")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Also show per-namespace counts")] = False,
-    budget: Annotated[int | None, typer.Option("--budget", help="Most tokens of memories (default 500)")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", help="Most tokens of the result (default 500)")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Keys and memories for a query: the lines an agent's recall gets. Changes nothing."""

@@ -36,6 +36,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, TypeVar
 
 from keymem.memory.associative import HUB_FANOUT, Ranking, named_members, rank
+from keymem.memory.budget import fit_budget
 from keymem.memory.calls import DIRECT_QUERY_CHARS, InjectRequest, RecallRequest
 from keymem.memory.keys import key_views
 from keymem.memory.query import Query
@@ -65,7 +66,6 @@ CORROBORATE_POOL = 50  # lexical hits a general question's other words are check
 ASSOCIATED = "association"  # a key view's score kind: what the walk carried through it
 ONWARD_KEYS = 2  # recall's key list: keys through which association reached what was not delivered
 ROUTED_FIRST = 1  # ... listed after this many of the keys the query routes to
-MEMORY_SHARE = 0.72  # of recall's token budget, what its memories may take (the keys and framing take the rest)
 
 
 @dataclass(frozen=True)
@@ -263,7 +263,7 @@ def onward_keys(r: Ranking, delivered: set[str], routed: set[str]) -> dict[str, 
         k = found.via.get(m)
         if m not in delivered and k and k not in routed:
             carried[k] = carried.get(k, 0.0) + a
-    best = sorted(carried.items(), key=lambda t: (-t[1], t[0]))[:ONWARD_KEYS]
+    best = sorted(carried.items(), key=lambda t: (-round(t[1], 9), t[0]))[:ONWARD_KEYS]  # rounding ties by id
     return {k: (round(a, 4), ASSOCIATED) for k, a in best}
 
 
@@ -328,7 +328,7 @@ def recall(graph: Parts, request: RecallRequest) -> RecallResult:
                           omitted=found.omitted)
     if explain:
         result.namespaces = {ns: len(views)}
-    return result
+    return fit_budget(result, TOOL.budget_tokens if request.budget is None else request.budget)
 
 
 def _preview(graph: Parts, first: RecalledMemory, views: list[KeyView]) -> MemoryPreview:

@@ -7,7 +7,9 @@ agent passes back (``[m_…]`` memories, ``k_…`` keys). Measured on the associ
 first ``recall`` as indented JSON cost ~1,800 tokens for the same memories these lines give
 in a few hundred (docs/BENCHMARKS.md).
 
-Pure functions of the result dicts (what the daemon sends), so benchmarks count the same text.
+Pure functions of the result dicts (what the daemon sends), so benchmarks count the same text;
+the lines of keys, memories and recall are keymem/memory/lines.py's, which recall's token
+budget counts.
 """
 
 from __future__ import annotations
@@ -15,76 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-
-def validity_note(v: dict[str, Any] | None) -> str:
-    """Only what should change how the agent uses the fact: empty for a fresh memory."""
-    if not v:
-        return ""
-    status = v.get("status")
-    if status == "fresh":
-        return ""
-    age = v.get("age_days")
-    days = f", {age:.0f} d" if isinstance(age, (int, float)) else ""
-    if status == "superseded":
-        return "superseded: not current"
-    if v.get("verification_required"):
-        return f"{status}{days}: check before relying on it"
-    return f"{status}{days}: verify"
-
-
-def _key(k: dict[str, Any], count: bool = True) -> str:
-    bits = []
-    if k.get("key_type") and k["key_type"] != "concept":
-        bits.append(k["key_type"])
-    if count and k.get("memory_count") is not None:
-        bits.append(f"{k['memory_count']} memories" if k["memory_count"] != 1 else "1 memory")
-    if k.get("is_hub"):
-        bits.append("hub")
-    if k.get("score_kind") == "association":
-        bits.append("leads on")
-    if k.get("aliases"):
-        bits.append("aka " + ", ".join(k["aliases"][:3]))
-    return f"{k['key']} {k['key_id']}" + (f" ({', '.join(bits)})" if bits else "")
-
-
-def _memory_line(m: dict[str, Any], text_field: str = "content", extra: list[str] | None = None) -> str:
-    notes = list(extra or [])
-    if m.get("via"):
-        notes.insert(0, "via " + " -> ".join(m["via"]))
-    v = validity_note(m.get("validity"))
-    if v:
-        notes.append(v)
-    return f"[{m['memory_id']}] {m[text_field]}" + (f" ({'; '.join(notes)})" if notes else "")
-
-
-def omitted(d: dict[str, Any]) -> str:
-    """The one line saying memories were held back because the caller has them ("" when none were)."""
-    n = d.get("omitted") or 0
-    if not n:
-        return ""
-    return f"{n} {'memory' if n == 1 else 'memories'} you already have omitted (include_seen=true repeats)"
+from keymem.memory.lines import key_line as _key
+from keymem.memory.lines import memory_line as _memory_line
+from keymem.memory.lines import omitted, recall_lines, validity_note
 
 
 def recall(d: dict[str, Any]) -> str:
-    lines = []
-    if d.get("note"):
-        lines.append(d["note"])
-    if d.get("keys"):
-        lines.append("keys: " + " | ".join(_key(k) for k in d["keys"]))
-    memories = d.get("memories") or []
-    if memories:
-        if not d.get("confident", True):
-            lines.append("memories (no stored name or key matched; lexical matches, may be unrelated):")
-        else:
-            lines.append("memories:")
-        lines += [_memory_line(m) for m in memories]
-    elif not d.get("note"):
-        lines.append("no new memory" if d.get("omitted") else "no memory")
-    if d.get("omitted"):
-        lines.append(omitted(d))
-    if d.get("namespaces"):
-        lines.append("namespaces: " + ", ".join(f"{k} {v}" for k, v in d["namespaces"].items()))
-    return "\n".join(lines)
+    return "\n".join(recall_lines(d))
 
 
 def read_key(d: dict[str, Any]) -> str:

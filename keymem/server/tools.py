@@ -294,7 +294,7 @@ def build_server(settings: Settings, backend: Backend, *, started: float | None 
             str | None, Field(max_length=20_000, description="The raw question or conversation, to rank by")
         ] = None,
         explain: Annotated[bool, Field(description="Also return per-namespace counts")] = False,
-        budget: Annotated[int | None, Field(ge=50, le=4000, description="Most tokens of memories (default 500)")] = None,
+        budget: Annotated[int | None, Field(ge=50, le=4000, description="Most tokens of the result (default 500)")] = None,
         include_seen: IncludeSeen = False,
         seen: Seen = None,
     ) -> Annotated[CallToolResult, RecallResult]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 from keymem.memory.graph import MemoryGraph
 from tests.domain.test_navigate_recall import link_weights, memory_state
 
@@ -121,8 +124,9 @@ def test_recall_lists_the_key_association_leads_on_through(graph: MemoryGraph) -
     from keymem.memory.deliver import ROUTED_FIRST
 
     graph.remember(content="Stonechat's exit plan needs sign-off from Idris Karimi.", keys=["Stonechat", "Idris Karimi"])
-    far = graph.remember(content="Idris Karimi is on sabbatical until January.", keys=["Idris Karimi", "sabbatical"])
-    r = graph.recall(query="What does the Stonechat plan still need?", budget=60)
+    far = graph.remember(content="Idris Karimi is on sabbatical until January: " + "a long handover note, " * 40,
+                         keys=["Idris Karimi", "sabbatical"])
+    r = graph.recall(query="What does the Stonechat plan still need?", budget=150)  # room for keys, not for it
     assert far.memory_id not in [m.memory_id for m in r.memories]
     kinds = {k.key: k.score_kind for k in r.keys}
     assert kinds.get("Idris Karimi") == "association", kinds
@@ -191,3 +195,82 @@ def test_a_named_entitys_memory_about_something_else_is_not_delivered(graph: Mem
     delivered = [m.memory_id for m in r.memories]
     assert delivered[0] == target and decoy not in delivered
     assert decoy in [m.memory_id for m in graph.recall(query="Where is the Merganser VPN support desk now?").memories]
+
+
+def _wordpiece(minilm_dir: Path) -> Callable[[str], int]:
+    """MiniLM WordPiece tokens of a text, as the benchmarks count an agent's reading (no special tokens)."""
+    from tokenizers import Tokenizer
+
+    wp = Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
+    wp.no_truncation()
+    wp.no_padding()
+    return lambda text: len(wp.encode(text, add_special_tokens=False).ids)
+
+
+INVOICE_TOPICS = ["exports", "archive", "reminders", "PDFs", "numbering", "currency", "approvals", "disputes",
+                  "templates", "taxes", "discounts", "refunds", "late fees", "payment terms", "audits",
+                  "retention", "emails", "batches", "drafts", "credit notes"]
+
+
+def test_recall_keeps_its_token_budget_on_the_whole_text(graph: MemoryGraph, minilm_dir: Path) -> None:
+    """The key line counts too: twenty invoice keys and their long memories, asked for every key,
+    still read within the budget; the best key and the best memory stay, and a smaller budget
+    takes more away."""
+    from keymem.memory.budget import text_cost
+    from keymem.server.render import render
+    from keymem.text.cost import estimate_tokens
+
+    ntok = _wordpiece(minilm_dir)
+    graph.remember_batch([{"content": f"Invoice {topic}: the billing service handles {topic} for every "
+                                      f"customer account nightly, with a report to finance and an audit trail "
+                                      f"kept for seven years ({i}).",
+                           "keys": [f"invoice {topic}", "billing service"]} for i, topic in enumerate(INVOICE_TOPICS)])
+    full = graph.recall(query="invoice billing service", top_k=20, budget=4000)
+    assert ntok(render("recall", full.dump())) > 700  # what the budget has to cut
+    for budget in (500, 200):
+        r = graph.recall(query="invoice billing service", top_k=20, budget=budget)
+        text = render("recall", r.dump())
+        assert ntok(text) <= text_cost(r) == estimate_tokens(text) <= budget, (budget, ntok(text), text_cost(r))
+        assert r.keys[0].key_id == full.keys[0].key_id and r.memories[0].memory_id == full.memories[0].memory_id
+        assert r.memory is not None and r.memory.memory_id == r.memories[0].memory_id
+        assert len(r.keys) < len(full.keys) and len(r.memories) < len(full.memories)
+    assert len(graph.recall(query="invoice billing service", top_k=20, budget=200).memories) <= len(r.memories)
+
+
+def test_the_budget_takes_aliases_then_keys_then_memories_away(graph: MemoryGraph) -> None:
+    """What matters least goes first: aliases, then keys past the second, then the weaker memories;
+    the first memory is cut short (its id kept) only when nothing else is left."""
+    from keymem.memory.budget import KEYS_BEFORE_MEMORIES, fit_budget, text_cost
+    from keymem.memory.views import KeyView, RecalledMemory, RecallResult, Validity
+
+    fresh = Validity(freshness=1.0, status="fresh", age_days=0.0, last_confirmed_at="2026-01-01T00:00:00Z",
+                     confirmation_count=0, decay_profile="standard", verification_recommended=False,
+                     verification_required=False)
+
+    def result() -> RecallResult:
+        keys = [KeyView(key_id=f"k_{i:020x}", key=f"invoice topic {i}", key_type="concept",
+                        aliases=[f"bill {i}", f"invoices {i}"], memory_count=3, is_hub=False, specificity=1.0)
+                for i in range(6)]
+        memories = [RecalledMemory(memory_id=f"m_{i:020x}", content=f"Invoice fact number {i}: " + "word " * 30,
+                                   hops=0 if i < 3 else 1, via=[] if i < 3 else ["invoice topic 1"], validity=fresh)
+                    for i in range(6)]
+        return RecallResult(keys=keys, memory=None, memories=memories)
+
+    whole = text_cost(result())
+    r = fit_budget(result(), whole - 5)
+    assert len(r.keys) == 6 and not r.keys[-1].aliases and r.keys[0].aliases and len(r.memories) == 6
+    plain = result()
+    for k in plain.keys:
+        k.aliases = []
+    r = fit_budget(result(), text_cost(plain) - 1)
+    assert len(r.keys) == 5 and len(r.memories) == 6 and not any(k.aliases for k in r.keys)
+    del plain.keys[KEYS_BEFORE_MEMORIES:]
+    r = fit_budget(result(), text_cost(plain) - 1)
+    assert len(r.keys) == KEYS_BEFORE_MEMORIES and len(r.memories) == 5
+    assert [m.hops for m in r.memories] == [0, 0, 0, 1, 1]  # the direct tail costs no more than the associated
+    r = fit_budget(result(), text_cost(plain) - 200)
+    assert len(r.keys) == KEYS_BEFORE_MEMORIES and 1 < len(r.memories) < 5
+    assert [m.memory_id for m in r.memories] == sorted(m.memory_id for m in r.memories)  # tails went, order kept
+    r = fit_budget(result(), 60)
+    assert len(r.keys) == 1 and [m.memory_id for m in r.memories] == [f"m_{0:020x}"]
+    assert r.memories[0].content.endswith("…") and text_cost(r) <= 60
