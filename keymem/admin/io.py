@@ -442,14 +442,11 @@ def _check_references(plan: ImportPlan) -> None:
 def import_plan(graph: MemoryGraph | NamespaceGraphs, plan: ImportPlan, progress: Progress | None = None) -> dict[str, int]:
     """Write a validated plan in one transaction; records already present are left alone. On a store with a
     graph per namespace, each namespace's records are one transaction in its graph."""
-    from keymem.memory.namespace_graphs import NamespaceGraphs
+    from keymem.memory.namespace_graphs import NamespaceGraphs, summed
 
     if isinstance(graph, NamespaceGraphs):
-        report: dict[str, int] = {}
-        for namespace, part in split_by_namespace(plan).items():  # checked whole before anything is written
-            for name, n in import_plan(graph.graph(namespace), part, progress).items():
-                report[name] = report.get(name, 0) + n
-        return report
+        parts = split_by_namespace(plan)  # checked whole before anything is written
+        return summed(import_plan(graph.graph(namespace), part, progress) for namespace, part in parts.items())
     store = graph.store
     report = {"keys_created": 0, "keys_merged": 0, "aliases_created": 0, "memories_created": 0,
               "memories_existing": 0, "links_created": 0, "links_existing": 0, "related_created": 0,

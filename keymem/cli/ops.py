@@ -315,12 +315,14 @@ def snapshot(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
 def stats(graph: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Counts, hubs, namespaces, store size, model and fingerprint, schema steps; on a graph per namespace,
     the counts, hubs, namespaces and size of every graph, the rest the default namespace's graph's."""
+    from keymem.memory.namespace_graphs import summed
+
     parts = _namespace_parts(graph)
     if parts is None:
         return _stats_of(graph, params)
     home = _stats_of(graph.home, params)
     each = [home if part is graph.home else _stats_of(part, params) for _, part in parts]
-    home["counts"] = {name: sum(s["counts"][name] for s in each) for name in home["counts"]}
+    home["counts"] = summed(s["counts"] for s in each)
     home["hubs"] = sorted((h for s in each for h in s["hubs"]), key=lambda h: -int(h["n"]))[:int(params.get("hubs", 10))]
     home["namespaces"] = [row for s in each for row in s["namespaces"]]
     home["store"]["bytes"] = sum(s["store"]["bytes"] for s in each)

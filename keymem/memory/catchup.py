@@ -56,25 +56,19 @@ class CatchUp:
         """Before a full load: what commits from here on is applied after it."""
         self.seen = self.feed.head()
 
-    def __call__(self) -> int:
-        """Apply every record after ``seen``; the records applied (0 when up to date: one query)."""
-        head = self.feed.head()
-        if head == self.seen:
-            return 0
-        with self.graph.store.no_writes():
-            n, why = self._apply()
-        if why is not None:
-            self._reload(why)
-        return n
+    def __call__(self, *, reload: bool = True) -> int:
+        """Apply every record after ``seen``; the records applied (0 when up to date: one query).
 
-    def in_write_scope(self) -> int:
-        """:meth:`__call__` from a thread inside a write scope (it holds this process's writer): what the
-        records name is applied; a full reload, which reads in threads of its own that wait for the
+        ``reload=False`` from a thread inside a write scope (it holds this process's writer): what the
+        records name is applied, and a full reload, which reads in threads of its own that wait for the
         writer, is left to the next call."""
         if self.feed.head() == self.seen:
             return 0
         with self.graph.store.no_writes():
-            return self._apply()[0]
+            n, why = self._apply()
+        if why is not None and reload:
+            self._reload(why)
+        return n
 
     # Locks: applying runs under this process's writer (``Store.no_writes``), which also orders it with
     # this process's commits and their after-commit refreshes; a write scope applies holding it already.

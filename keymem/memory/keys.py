@@ -69,7 +69,7 @@ class KeyResolver:
         # commit: catching up now makes the key decisions (a near spelling merged into a concept key
         # another front just made) on what the store holds, not on this daemon's last catch-up.
         if graph.catchup is not None:
-            graph.catchup.in_write_scope()
+            graph.catchup(reload=False)
         self.graph = graph
         self.tx = tx
         self.vectors = vectors  # normalised text -> unit vector, for concept keys not found by name

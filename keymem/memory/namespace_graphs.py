@@ -24,7 +24,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -219,18 +219,10 @@ class NamespaceGraphs:
         return 0
 
     def counts(self) -> dict[str, int]:
-        total: dict[str, int] = {}
-        for _, graph in self.graphs():
-            for name, value in graph.counts().items():
-                total[name] = total.get(name, 0) + value
-        return total
+        return summed(graph.counts() for _, graph in self.graphs())
 
     def sweep(self) -> dict[str, int]:
-        total: dict[str, int] = {}
-        for _, graph in self.graphs():
-            for name, value in graph.sweep().items():
-                total[name] = total.get(name, 0) + value
-        return total
+        return summed(graph.sweep() for _, graph in self.graphs())
 
     def reload_caches(self) -> None:
         for graph in list(self._graphs.values()):
@@ -255,6 +247,16 @@ class NamespaceGraphs:
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self.home, name)
+
+
+def summed(parts: Iterable[dict[str, int]]) -> dict[str, int]:
+    """Each name's total over the namespaces' figures (counts, a sweep's, an import's report); a name
+    that is 0 everywhere stays, at 0."""
+    total: dict[str, int] = {}
+    for part in parts:
+        for name, value in part.items():
+            total[name] = total.get(name, 0) + value
+    return total
 
 
 def _shared_reranker(settings: Settings, progress: bool) -> Callable[[], Reranker | None]:

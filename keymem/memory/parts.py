@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 class CatchingUp(Protocol):
     """What an operation may ask of the catch-up (keymem/memory/catchup.py ``CatchUp``)."""
 
-    def in_write_scope(self) -> int: ...  # apply other daemons' writes, from inside a write scope
+    def __call__(self, *, reload: bool = True) -> int: ...  # apply other daemons' writes (reload=False in a scope)
 
 
 class Parts(Protocol):
